@@ -122,9 +122,7 @@ impl fmt::Display for NodeId {
 }
 
 /// One partition of one topic: the unit of ordering, ownership and movement.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
 pub struct StreamId {
     pub topic: TopicId,
     pub partition: u32,

@@ -1,0 +1,157 @@
+//! Commands of the metadata log. Their apply conditions (in `view.rs`) are the
+//! contract every node relies on.
+
+use crate::ids::{HeartbeatCount, NodeEpoch, NodeId, Offset, StreamEpoch, StreamId};
+use serde::{Deserialize, Serialize};
+
+/// Per-topic configuration (Kafka's `retention.ms`, `retention.bytes`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopicConfig {
+    #[serde(default)]
+    pub retention_ms: Option<i64>,
+    #[serde(default)]
+    pub retention_bytes: Option<i64>,
+}
+
+/// One chunk of a data object: a contiguous offset range of one stream.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IndexedChunk {
+    pub base: Offset,
+    pub end: Offset,
+    pub key: String,
+    pub byte_start: u64,
+    pub byte_end: u64,
+    pub max_timestamp: i64,
+    pub crc: u32,
+}
+
+/// A chunk offered for the index by `CommitObjects` or a WAL takeover.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChunkCommit {
+    pub stream: StreamId,
+    pub stream_epoch: StreamEpoch,
+    pub chunk: IndexedChunk,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type")]
+pub enum Command {
+    /// A node starts: it gets registration epoch previous + 1.
+    RegisterNode {
+        node: NodeId,
+        http_addr: String,
+        kafka_addr: String,
+    },
+    Heartbeat {
+        node: NodeId,
+        epoch: NodeEpoch,
+    },
+    /// Conditional: only if the row is still exactly as the proposer saw it.
+    FenceNode {
+        node: NodeId,
+        epoch: NodeEpoch,
+        seen_count: HeartbeatCount,
+    },
+    FenceSelf {
+        node: NodeId,
+        epoch: NodeEpoch,
+    },
+    /// Take the lease from `holder` (or from nobody), which the proposer saw
+    /// at `holder_count` heartbeats for a whole lease timeout.
+    AcquireLease {
+        holder: Option<(NodeId, NodeEpoch)>,
+        holder_count: HeartbeatCount,
+    },
+    CreateTopic {
+        name: String,
+        partitions: u32,
+        config: TopicConfig,
+    },
+    DeleteTopic {
+        name: String,
+    },
+    PlaceStream {
+        stream: StreamId,
+        node: NodeId,
+        node_epoch: NodeEpoch,
+    },
+    CommitObjects {
+        node: NodeId,
+        epoch: NodeEpoch,
+        chunks: Vec<ChunkCommit>,
+    },
+    CloseStream {
+        stream: StreamId,
+        stream_epoch: StreamEpoch,
+        end: Offset,
+    },
+    /// The lease holder starts recovering the streams of a dead incarnation.
+    BeginWalTakeover {
+        node: NodeId,
+        epoch: NodeEpoch,
+    },
+    /// Index the replayed tails and close every recovering stream of the
+    /// incarnation at its recovered end, all or nothing.
+    FinishWalTakeover {
+        node: NodeId,
+        epoch: NodeEpoch,
+        chunks: Vec<ChunkCommit>,
+    },
+    TrimStream {
+        stream: StreamId,
+        new_start: Offset,
+    },
+}
+
+impl Command {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::RegisterNode { .. } => "RegisterNode",
+            Command::Heartbeat { .. } => "Heartbeat",
+            Command::FenceNode { .. } => "FenceNode",
+            Command::FenceSelf { .. } => "FenceSelf",
+            Command::AcquireLease { .. } => "AcquireLease",
+            Command::CreateTopic { .. } => "CreateTopic",
+            Command::DeleteTopic { .. } => "DeleteTopic",
+            Command::PlaceStream { .. } => "PlaceStream",
+            Command::CommitObjects { .. } => "CommitObjects",
+            Command::CloseStream { .. } => "CloseStream",
+            Command::BeginWalTakeover { .. } => "BeginWalTakeover",
+            Command::FinishWalTakeover { .. } => "FinishWalTakeover",
+            Command::TrimStream { .. } => "TrimStream",
+        }
+    }
+}
+
+/// Why `apply` refused a command. Refusals are ordinary outcomes, not errors.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+pub enum Rejection {
+    #[error("proposer {0} is fenced")]
+    ProposerFenced(NodeId),
+    #[error("proposer {0} is not registered at the epoch it claims")]
+    ProposerStale(NodeId),
+    #[error("topic {0:?} already exists")]
+    TopicExists(String),
+    #[error("topic {0:?} does not exist")]
+    TopicNotFound(String),
+    #[error("invalid: {0}")]
+    Invalid(String),
+    /// The state no longer matches what the proposer saw.
+    #[error("precondition failed: {0}")]
+    Precondition(String),
+}
+
+/// What applying one command did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Outcome {
+    Applied,
+    Registered(NodeEpoch),
+    TopicCreated(crate::ids::TopicId),
+    Rejected(Rejection),
+}
+
+impl Outcome {
+    pub fn is_applied(&self) -> bool {
+        !matches!(self, Outcome::Rejected(_))
+    }
+}

@@ -1,0 +1,590 @@
+//! The view: cluster state as of some log index, and the pure `apply`.
+//!
+//! `apply` does no I/O and reads no clock, so every node that applied the
+//! same entries holds the same view. Control loops read the view and propose
+//! commands; they never change it themselves.
+
+use super::command::{ChunkCommit, Command, IndexedChunk, Outcome, Rejection, TopicConfig};
+use crate::ids::{HeartbeatCount, LogIndex, NodeEpoch, NodeId, Offset, StreamEpoch, StreamId, TopicId};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+pub const MAX_PARTITIONS: u32 = 10_000;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeRow {
+    pub epoch: NodeEpoch,
+    pub heartbeats: HeartbeatCount,
+    pub fenced: bool,
+    pub http_addr: String,
+    pub kafka_addr: String,
+    /// Log index of the registration that created this epoch.
+    pub registered_at: LogIndex,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lease {
+    pub holder: NodeId,
+    pub holder_epoch: NodeEpoch,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopicRow {
+    pub id: TopicId,
+    pub partitions: u32,
+    pub config: TopicConfig,
+}
+
+/// Where a stream is. Exactly one state at a time.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum StreamState {
+    /// On no node; every record is in data objects.
+    Closed,
+    /// `node` at `node_epoch` appends and serves.
+    Open { node: NodeId, node_epoch: NodeEpoch },
+    /// Its owner incarnation died; the lease holder is replaying its WAL.
+    Recovering { node: NodeId, node_epoch: NodeEpoch },
+    /// Its topic was deleted.
+    Deleted,
+}
+
+impl StreamState {
+    pub fn name(&self) -> &'static str {
+        match self {
+            StreamState::Closed => "closed",
+            StreamState::Open { .. } => "open",
+            StreamState::Recovering { .. } => "recovering",
+            StreamState::Deleted => "deleted",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StreamRow {
+    pub topic_name: String,
+    pub state: StreamState,
+    /// Incremented every time the stream is opened by a new owner.
+    pub stream_epoch: StreamEpoch,
+    /// Every offset below this is in an indexed chunk.
+    pub committed_end: Offset,
+    /// Offsets below this were trimmed by retention.
+    pub start: Offset,
+    /// Chunks ordered by offset, contiguous from `start` (or the first kept
+    /// chunk) up to `committed_end`.
+    pub chunks: Vec<IndexedChunk>,
+}
+
+/// The cluster as every node sees it after applying the log up to `applied`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct View {
+    pub applied: LogIndex,
+    pub nodes: BTreeMap<NodeId, NodeRow>,
+    pub lease: Option<Lease>,
+    pub topics: BTreeMap<String, TopicRow>,
+    #[serde(with = "map_as_pairs")]
+    pub streams: BTreeMap<StreamId, StreamRow>,
+    pub next_topic_id: TopicId,
+}
+
+/// An applied log entry: who proposed it and what it holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Proposer {
+    pub node: NodeId,
+    /// `None` only for a node that has not registered yet.
+    pub epoch: Option<NodeEpoch>,
+}
+
+impl View {
+    /// Is `node` registered at `epoch` and not fenced?
+    pub fn is_live(&self, node: &NodeId, epoch: NodeEpoch) -> bool {
+        self.nodes.get(node).is_some_and(|r| r.epoch == epoch && !r.fenced)
+    }
+
+    /// Does `lease` name an incarnation that is still live?
+    pub fn lease_holder_live(&self) -> bool {
+        self.lease
+            .as_ref()
+            .is_some_and(|l| self.is_live(&l.holder, l.holder_epoch))
+    }
+
+    pub fn holds_lease(&self, node: &NodeId, epoch: NodeEpoch) -> bool {
+        self.lease
+            .as_ref()
+            .is_some_and(|l| &l.holder == node && l.holder_epoch == epoch)
+    }
+
+    pub fn topic_streams(&self, topic: &TopicRow) -> impl Iterator<Item = (&StreamId, &StreamRow)> {
+        let id = topic.id;
+        self.streams.range(StreamId::new(id, 0)..=StreamId::new(id, u32::MAX))
+    }
+
+    /// Streams open on `node` at `epoch`.
+    pub fn open_streams_of(&self, node: &NodeId, epoch: NodeEpoch) -> Vec<StreamId> {
+        self.streams
+            .iter()
+            .filter(|(_, r)| matches!(&r.state, StreamState::Open { node: n, node_epoch } if n == node && *node_epoch == epoch))
+            .map(|(s, _)| *s)
+            .collect()
+    }
+
+    /// Apply every command of one entry at `index`, returning one outcome per
+    /// command. Commands of a fenced or superseded proposer are all rejected.
+    pub fn apply_entry(&mut self, index: LogIndex, proposer: &Proposer, commands: &[Command]) -> Vec<Outcome> {
+        debug_assert!(index > self.applied, "entries are applied in order");
+        self.applied = index;
+        commands.iter().map(|c| self.apply(index, proposer, c)).collect()
+    }
+
+    fn check_proposer(&self, proposer: &Proposer, cmd: &Command) -> Result<(), Rejection> {
+        if matches!(cmd, Command::RegisterNode { .. }) {
+            return Ok(());
+        }
+        let row = self
+            .nodes
+            .get(&proposer.node)
+            .ok_or_else(|| Rejection::ProposerStale(proposer.node.clone()))?;
+        if Some(row.epoch) != proposer.epoch {
+            return Err(Rejection::ProposerStale(proposer.node.clone()));
+        }
+        if row.fenced {
+            return Err(Rejection::ProposerFenced(proposer.node.clone()));
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, index: LogIndex, proposer: &Proposer, cmd: &Command) -> Outcome {
+        if let Err(r) = self.check_proposer(proposer, cmd) {
+            return Outcome::Rejected(r);
+        }
+        let result = match cmd {
+            Command::RegisterNode {
+                node,
+                http_addr,
+                kafka_addr,
+            } => {
+                return self.register(index, node, http_addr, kafka_addr);
+            }
+            Command::Heartbeat { node, epoch } => self.heartbeat(proposer, node, *epoch),
+            Command::FenceNode {
+                node,
+                epoch,
+                seen_count,
+            } => self.fence_node(node, *epoch, *seen_count),
+            Command::FenceSelf { node, epoch } => self.fence_self(proposer, node, *epoch),
+            Command::AcquireLease { holder, holder_count } => self.acquire_lease(proposer, holder, *holder_count),
+            Command::CreateTopic {
+                name,
+                partitions,
+                config,
+            } => {
+                return match self.create_topic(name, *partitions, config) {
+                    Ok(id) => Outcome::TopicCreated(id),
+                    Err(r) => Outcome::Rejected(r),
+                };
+            }
+            Command::DeleteTopic { name } => self.delete_topic(name),
+            Command::PlaceStream {
+                stream,
+                node,
+                node_epoch,
+            } => self.place_stream(*stream, node, *node_epoch),
+            Command::CommitObjects { node, epoch, chunks } => self.commit_objects(proposer, node, *epoch, chunks),
+            Command::CloseStream {
+                stream,
+                stream_epoch,
+                end,
+            } => self.close_stream(proposer, *stream, *stream_epoch, *end),
+            Command::BeginWalTakeover { node, epoch } => self.begin_takeover(proposer, node, *epoch),
+            Command::FinishWalTakeover { node, epoch, chunks } => self.finish_takeover(proposer, node, *epoch, chunks),
+            Command::TrimStream { stream, new_start } => self.trim_stream(*stream, *new_start),
+        };
+        match result {
+            Ok(()) => Outcome::Applied,
+            Err(r) => Outcome::Rejected(r),
+        }
+    }
+
+    fn register(&mut self, index: LogIndex, node: &NodeId, http_addr: &str, kafka_addr: &str) -> Outcome {
+        if let Err(e) = NodeId::validate(node.as_str()) {
+            return Outcome::Rejected(Rejection::Invalid(e));
+        }
+        let epoch = self.nodes.get(node).map_or(NodeEpoch(1), |r| r.epoch.next());
+        self.nodes.insert(
+            node.clone(),
+            NodeRow {
+                epoch,
+                heartbeats: HeartbeatCount::ZERO,
+                fenced: false,
+                http_addr: http_addr.to_string(),
+                kafka_addr: kafka_addr.to_string(),
+                registered_at: index,
+            },
+        );
+        Outcome::Registered(epoch)
+    }
+
+    fn heartbeat(&mut self, proposer: &Proposer, node: &NodeId, epoch: NodeEpoch) -> Result<(), Rejection> {
+        if node != &proposer.node {
+            return Err(Rejection::Invalid("a node heartbeats only for itself".into()));
+        }
+        let row = self.live_row_mut(node, epoch)?;
+        row.heartbeats = row.heartbeats.next();
+        Ok(())
+    }
+
+    fn live_row_mut(&mut self, node: &NodeId, epoch: NodeEpoch) -> Result<&mut NodeRow, Rejection> {
+        let row = self
+            .nodes
+            .get_mut(node)
+            .ok_or_else(|| Rejection::Precondition(format!("node {node} is not registered")))?;
+        if row.epoch != epoch {
+            return Err(Rejection::Precondition(format!(
+                "node {node} is at {}, not {epoch}",
+                row.epoch
+            )));
+        }
+        if row.fenced {
+            return Err(Rejection::Precondition(format!("node {node} {epoch} is fenced")));
+        }
+        Ok(row)
+    }
+
+    fn fence_node(&mut self, node: &NodeId, epoch: NodeEpoch, seen: HeartbeatCount) -> Result<(), Rejection> {
+        let row = self.live_row_mut(node, epoch)?;
+        if row.heartbeats != seen {
+            return Err(Rejection::Precondition(format!(
+                "node {node} {epoch} heartbeated since ({} != {seen})",
+                row.heartbeats
+            )));
+        }
+        row.fenced = true;
+        Ok(())
+    }
+
+    fn fence_self(&mut self, proposer: &Proposer, node: &NodeId, epoch: NodeEpoch) -> Result<(), Rejection> {
+        if node != &proposer.node {
+            return Err(Rejection::Invalid("FenceSelf names another node".into()));
+        }
+        let row = self.live_row_mut(node, epoch)?;
+        row.fenced = true;
+        Ok(())
+    }
+
+    fn acquire_lease(
+        &mut self,
+        proposer: &Proposer,
+        holder: &Option<(NodeId, NodeEpoch)>,
+        holder_count: HeartbeatCount,
+    ) -> Result<(), Rejection> {
+        let current = self.lease.as_ref().map(|l| (l.holder.clone(), l.holder_epoch));
+        if &current != holder {
+            return Err(Rejection::Precondition("the lease changed hands".into()));
+        }
+        // A lease whose holder is gone (fenced or re-registered) is free.
+        let holder_gone = !self.lease_holder_live();
+        if !holder_gone {
+            let (h, _) = holder.as_ref().expect("a live lease has a holder");
+            let count = self.nodes[h].heartbeats;
+            if count != holder_count {
+                return Err(Rejection::Precondition(format!(
+                    "holder {h} heartbeated since ({count} != {holder_count})"
+                )));
+            }
+        }
+        let epoch = proposer.epoch.expect("checked by check_proposer");
+        self.lease = Some(Lease {
+            holder: proposer.node.clone(),
+            holder_epoch: epoch,
+        });
+        Ok(())
+    }
+
+    fn create_topic(&mut self, name: &str, partitions: u32, config: &TopicConfig) -> Result<TopicId, Rejection> {
+        validate_topic_name(name).map_err(Rejection::Invalid)?;
+        if partitions == 0 || partitions > MAX_PARTITIONS {
+            return Err(Rejection::Invalid(format!(
+                "partitions must be 1-{MAX_PARTITIONS}, got {partitions}"
+            )));
+        }
+        if self.topics.contains_key(name) {
+            return Err(Rejection::TopicExists(name.to_string()));
+        }
+        self.next_topic_id = self.next_topic_id.next();
+        let id = self.next_topic_id;
+        self.topics.insert(
+            name.to_string(),
+            TopicRow {
+                id,
+                partitions,
+                config: config.clone(),
+            },
+        );
+        for p in 0..partitions {
+            self.streams.insert(
+                StreamId::new(id, p),
+                StreamRow {
+                    topic_name: name.to_string(),
+                    state: StreamState::Closed,
+                    stream_epoch: StreamEpoch::ZERO,
+                    committed_end: Offset::ZERO,
+                    start: Offset::ZERO,
+                    chunks: Vec::new(),
+                },
+            );
+        }
+        Ok(id)
+    }
+
+    fn delete_topic(&mut self, name: &str) -> Result<(), Rejection> {
+        let topic = self
+            .topics
+            .remove(name)
+            .ok_or_else(|| Rejection::TopicNotFound(name.to_string()))?;
+        let ids: Vec<StreamId> = (0..topic.partitions).map(|p| StreamId::new(topic.id, p)).collect();
+        for id in ids {
+            if let Some(row) = self.streams.get_mut(&id) {
+                row.state = StreamState::Deleted;
+                row.chunks.clear();
+            }
+        }
+        Ok(())
+    }
+
+    fn stream_mut(&mut self, stream: StreamId) -> Result<&mut StreamRow, Rejection> {
+        self.streams
+            .get_mut(&stream)
+            .ok_or_else(|| Rejection::Precondition(format!("stream {stream} does not exist")))
+    }
+
+    fn place_stream(&mut self, stream: StreamId, node: &NodeId, node_epoch: NodeEpoch) -> Result<(), Rejection> {
+        if !self.is_live(node, node_epoch) {
+            return Err(Rejection::Precondition(format!("node {node} {node_epoch} is not live")));
+        }
+        let row = self.stream_mut(stream)?;
+        if row.state != StreamState::Closed {
+            return Err(Rejection::Precondition(format!(
+                "stream {stream} is {}, not closed",
+                row.state.name()
+            )));
+        }
+        row.state = StreamState::Open {
+            node: node.clone(),
+            node_epoch,
+        };
+        row.stream_epoch = row.stream_epoch.next();
+        Ok(())
+    }
+
+    /// Check that `chunks` extend their streams contiguously, given the
+    /// state each stream must be in. All or nothing: nothing changes on error.
+    fn check_chunks(
+        &self,
+        chunks: &[ChunkCommit],
+        state_ok: impl Fn(&StreamState) -> bool,
+    ) -> Result<BTreeMap<StreamId, Offset>, Rejection> {
+        let mut ends: BTreeMap<StreamId, Offset> = BTreeMap::new();
+        for c in chunks {
+            let row = self
+                .streams
+                .get(&c.stream)
+                .ok_or_else(|| Rejection::Precondition(format!("stream {} does not exist", c.stream)))?;
+            if !state_ok(&row.state) || row.stream_epoch != c.stream_epoch {
+                return Err(Rejection::Precondition(format!(
+                    "stream {} is {} at {}, not owned by the committer at {}",
+                    c.stream,
+                    row.state.name(),
+                    row.stream_epoch,
+                    c.stream_epoch
+                )));
+            }
+            let end = ends.entry(c.stream).or_insert(row.committed_end);
+            if c.chunk.base != *end || c.chunk.end <= c.chunk.base || c.chunk.byte_end < c.chunk.byte_start {
+                return Err(Rejection::Precondition(format!(
+                    "chunk {}..{} of {} does not extend the committed end {}",
+                    c.chunk.base, c.chunk.end, c.stream, end
+                )));
+            }
+            *end = c.chunk.end;
+        }
+        Ok(ends)
+    }
+
+    fn index_chunks(&mut self, chunks: &[ChunkCommit]) {
+        for c in chunks {
+            let row = self.streams.get_mut(&c.stream).expect("checked");
+            row.committed_end = c.chunk.end;
+            row.chunks.push(c.chunk.clone());
+        }
+    }
+
+    fn commit_objects(
+        &mut self,
+        proposer: &Proposer,
+        node: &NodeId,
+        epoch: NodeEpoch,
+        chunks: &[ChunkCommit],
+    ) -> Result<(), Rejection> {
+        if node != &proposer.node || Some(epoch) != proposer.epoch {
+            return Err(Rejection::Invalid(
+                "CommitObjects names another incarnation than its proposer".into(),
+            ));
+        }
+        self.check_chunks(
+            chunks,
+            |s| matches!(s, StreamState::Open { node: n, node_epoch } if n == node && *node_epoch == epoch),
+        )?;
+        self.index_chunks(chunks);
+        Ok(())
+    }
+
+    fn close_stream(
+        &mut self,
+        proposer: &Proposer,
+        stream: StreamId,
+        stream_epoch: StreamEpoch,
+        end: Offset,
+    ) -> Result<(), Rejection> {
+        let epoch = proposer.epoch.expect("checked by check_proposer");
+        let row = self.stream_mut(stream)?;
+        let owned = matches!(&row.state, StreamState::Open { node, node_epoch } if node == &proposer.node && *node_epoch == epoch);
+        if !owned || row.stream_epoch != stream_epoch {
+            return Err(Rejection::Precondition(format!(
+                "stream {stream} is not open by the proposer at {stream_epoch}"
+            )));
+        }
+        if row.committed_end != end {
+            return Err(Rejection::Precondition(format!(
+                "stream {stream} committed end is {}, not {end}",
+                row.committed_end
+            )));
+        }
+        row.state = StreamState::Closed;
+        Ok(())
+    }
+
+    /// Is the incarnation `node`@`epoch` dead: fenced, or replaced by a newer registration?
+    pub fn incarnation_dead(&self, node: &NodeId, epoch: NodeEpoch) -> bool {
+        self.nodes
+            .get(node)
+            .is_none_or(|r| r.epoch > epoch || (r.epoch == epoch && r.fenced))
+    }
+
+    fn require_lease(&self, proposer: &Proposer) -> Result<(), Rejection> {
+        let epoch = proposer.epoch.expect("checked by check_proposer");
+        if !self.holds_lease(&proposer.node, epoch) {
+            return Err(Rejection::Precondition(format!(
+                "{} does not hold the lease",
+                proposer.node
+            )));
+        }
+        Ok(())
+    }
+
+    fn begin_takeover(&mut self, proposer: &Proposer, node: &NodeId, epoch: NodeEpoch) -> Result<(), Rejection> {
+        self.require_lease(proposer)?;
+        if !self.incarnation_dead(node, epoch) {
+            return Err(Rejection::Precondition(format!("node {node} {epoch} is not fenced")));
+        }
+        let mut any = false;
+        for row in self.streams.values_mut() {
+            if let StreamState::Open { node: n, node_epoch } = &row.state {
+                if n == node && *node_epoch == epoch {
+                    row.state = StreamState::Recovering {
+                        node: node.clone(),
+                        node_epoch: epoch,
+                    };
+                    any = true;
+                }
+            }
+        }
+        let recovering = self.streams.values().any(|r| matches!(&r.state, StreamState::Recovering { node: n, node_epoch } if n == node && *node_epoch == epoch));
+        if !any && !recovering {
+            return Err(Rejection::Precondition(format!(
+                "node {node} {epoch} has no open streams"
+            )));
+        }
+        Ok(())
+    }
+
+    fn finish_takeover(
+        &mut self,
+        proposer: &Proposer,
+        node: &NodeId,
+        epoch: NodeEpoch,
+        chunks: &[ChunkCommit],
+    ) -> Result<(), Rejection> {
+        self.require_lease(proposer)?;
+        let recovering = |s: &StreamState| matches!(s, StreamState::Recovering { node: n, node_epoch } if n == node && *node_epoch == epoch);
+        if !self.streams.values().any(|r| recovering(&r.state)) {
+            return Err(Rejection::Precondition(format!(
+                "no takeover of node {node} {epoch} is in progress"
+            )));
+        }
+        self.check_chunks(chunks, recovering)?;
+        self.index_chunks(chunks);
+        for row in self.streams.values_mut() {
+            if recovering(&row.state) {
+                row.state = StreamState::Closed;
+            }
+        }
+        Ok(())
+    }
+
+    fn trim_stream(&mut self, stream: StreamId, new_start: Offset) -> Result<(), Rejection> {
+        let row = self.stream_mut(stream)?;
+        if new_start > row.committed_end {
+            return Err(Rejection::Precondition(format!(
+                "trim to {new_start} is past the committed end {}",
+                row.committed_end
+            )));
+        }
+        if new_start <= row.start {
+            return Err(Rejection::Precondition(format!(
+                "stream {stream} already starts at {}",
+                row.start
+            )));
+        }
+        row.start = new_start;
+        row.chunks.retain(|c| c.end > new_start);
+        Ok(())
+    }
+}
+
+/// Kafka's rule: 1-249 characters of `[a-zA-Z0-9._-]`, not `.` or `..`.
+pub fn validate_topic_name(name: &str) -> Result<(), String> {
+    if name.is_empty() || name.len() > 249 {
+        return Err(format!("topic name must be 1-249 characters, got {}", name.len()));
+    }
+    if name == "." || name == ".." {
+        return Err("topic name may not be '.' or '..'".into());
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '.' || *c == '_' || *c == '-'))
+    {
+        return Err(format!(
+            "topic name {name:?} has invalid character {c:?}; allowed: [a-zA-Z0-9._-]"
+        ));
+    }
+    Ok(())
+}
+
+/// Serialize a map with non-string keys as a list of pairs (JSON needs string keys).
+mod map_as_pairs {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use std::collections::BTreeMap;
+
+    pub fn serialize<K: Serialize, V: Serialize, S: Serializer>(m: &BTreeMap<K, V>, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(m.iter())
+    }
+
+    pub fn deserialize<'de, K: Deserialize<'de> + Ord, V: Deserialize<'de>, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<BTreeMap<K, V>, D::Error> {
+        Ok(Vec::<(K, V)>::deserialize(d)?.into_iter().collect())
+    }
+}
+
+#[cfg(test)]
+mod tests;

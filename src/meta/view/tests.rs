@@ -1,0 +1,836 @@
+//! One test per acceptance and per rejection of every command.
+
+use super::*;
+
+fn n(s: &str) -> NodeId {
+    NodeId::new(s)
+}
+
+/// A view plus a log index counter, to apply single commands conveniently.
+struct Harness {
+    view: View,
+}
+
+impl Harness {
+    fn new() -> Self {
+        Self { view: View::default() }
+    }
+
+    fn apply_as(&mut self, node: &str, epoch: Option<u64>, cmd: Command) -> Outcome {
+        let index = self.view.applied.next();
+        let proposer = Proposer {
+            node: n(node),
+            epoch: epoch.map(NodeEpoch),
+        };
+        self.view.apply_entry(index, &proposer, &[cmd]).remove(0)
+    }
+
+    fn register(&mut self, node: &str) -> NodeEpoch {
+        match self.apply_as(
+            node,
+            None,
+            Command::RegisterNode {
+                node: n(node),
+                http_addr: "h".into(),
+                kafka_addr: "k".into(),
+            },
+        ) {
+            Outcome::Registered(e) => e,
+            o => panic!("registration failed: {o:?}"),
+        }
+    }
+
+    fn heartbeat(&mut self, node: &str, epoch: NodeEpoch) -> Outcome {
+        self.apply_as(node, Some(epoch.0), Command::Heartbeat { node: n(node), epoch })
+    }
+
+    fn create(&mut self, by: &str, epoch: NodeEpoch, name: &str, partitions: u32) -> Outcome {
+        self.apply_as(
+            by,
+            Some(epoch.0),
+            Command::CreateTopic {
+                name: name.into(),
+                partitions,
+                config: TopicConfig::default(),
+            },
+        )
+    }
+
+    fn stream(&self, topic: &str, p: u32) -> (StreamId, &StreamRow) {
+        let id = StreamId::new(self.view.topics[topic].id, p);
+        (id, &self.view.streams[&id])
+    }
+
+    fn lease(&mut self, node: &str, epoch: NodeEpoch) {
+        let holder = self.view.lease.as_ref().map(|l| (l.holder.clone(), l.holder_epoch));
+        let out = self.apply_as(
+            node,
+            Some(epoch.0),
+            Command::AcquireLease {
+                holder,
+                holder_count: HeartbeatCount(0),
+            },
+        );
+        assert_eq!(out, Outcome::Applied);
+    }
+
+    /// A one-node cluster with topic `t` (2 partitions), stream 0 open on n1.
+    fn with_open_stream() -> (Self, NodeEpoch, StreamId) {
+        let mut h = Self::new();
+        let e = h.register("n1");
+        h.lease("n1", e);
+        h.create("n1", e, "t", 2);
+        let (s, _) = h.stream("t", 0);
+        assert_eq!(
+            h.apply_as(
+                "n1",
+                Some(e.0),
+                Command::PlaceStream {
+                    stream: s,
+                    node: n("n1"),
+                    node_epoch: e
+                }
+            ),
+            Outcome::Applied
+        );
+        (h, e, s)
+    }
+}
+
+fn chunk(stream: StreamId, se: u64, base: u64, end: u64) -> ChunkCommit {
+    ChunkCommit {
+        stream,
+        stream_epoch: StreamEpoch(se),
+        chunk: IndexedChunk {
+            base: Offset(base),
+            end: Offset(end),
+            key: "data/x.obj".into(),
+            byte_start: 0,
+            byte_end: 10,
+            max_timestamp: 0,
+            crc: 0,
+        },
+    }
+}
+
+fn rejected(o: &Outcome) -> bool {
+    matches!(o, Outcome::Rejected(_))
+}
+
+#[test]
+fn register_starts_at_epoch_one_and_increments_on_restart() {
+    let mut h = Harness::new();
+    assert_eq!(h.register("n1"), NodeEpoch(1));
+    h.heartbeat("n1", NodeEpoch(1));
+    assert_eq!(h.register("n1"), NodeEpoch(2));
+    let row = &h.view.nodes[&n("n1")];
+    assert_eq!(row.heartbeats, HeartbeatCount(0));
+    assert!(!row.fenced);
+}
+
+#[test]
+fn register_rejects_an_invalid_node_id() {
+    let mut h = Harness::new();
+    let out = h.apply_as(
+        "a/b",
+        None,
+        Command::RegisterNode {
+            node: n("a/b"),
+            http_addr: String::new(),
+            kafka_addr: String::new(),
+        },
+    );
+    assert!(rejected(&out));
+    assert!(h.view.nodes.is_empty());
+}
+
+#[test]
+fn heartbeat_increments_the_count() {
+    let mut h = Harness::new();
+    let e = h.register("n1");
+    assert_eq!(h.heartbeat("n1", e), Outcome::Applied);
+    assert_eq!(h.heartbeat("n1", e), Outcome::Applied);
+    assert_eq!(h.view.nodes[&n("n1")].heartbeats, HeartbeatCount(2));
+}
+
+#[test]
+fn heartbeat_of_a_replaced_epoch_is_rejected() {
+    let mut h = Harness::new();
+    let e1 = h.register("n1");
+    h.register("n1");
+    assert!(matches!(
+        h.heartbeat("n1", e1),
+        Outcome::Rejected(Rejection::ProposerStale(_))
+    ));
+}
+
+#[test]
+fn heartbeat_for_another_node_is_rejected() {
+    let mut h = Harness::new();
+    let e = h.register("n1");
+    h.register("n2");
+    let out = h.apply_as(
+        "n1",
+        Some(e.0),
+        Command::Heartbeat {
+            node: n("n2"),
+            epoch: NodeEpoch(1),
+        },
+    );
+    assert!(rejected(&out));
+}
+
+#[test]
+fn fence_node_applies_when_the_row_matches() {
+    let mut h = Harness::new();
+    let e1 = h.register("n1");
+    let e2 = h.register("n2");
+    h.heartbeat("n2", e2);
+    let out = h.apply_as(
+        "n1",
+        Some(e1.0),
+        Command::FenceNode {
+            node: n("n2"),
+            epoch: e2,
+            seen_count: HeartbeatCount(1),
+        },
+    );
+    assert_eq!(out, Outcome::Applied);
+    assert!(h.view.nodes[&n("n2")].fenced);
+}
+
+#[test]
+fn fence_node_is_rejected_if_the_node_heartbeated_since() {
+    let mut h = Harness::new();
+    let e1 = h.register("n1");
+    let e2 = h.register("n2");
+    h.heartbeat("n2", e2);
+    let out = h.apply_as(
+        "n1",
+        Some(e1.0),
+        Command::FenceNode {
+            node: n("n2"),
+            epoch: e2,
+            seen_count: HeartbeatCount(0),
+        },
+    );
+    assert!(rejected(&out));
+    assert!(!h.view.nodes[&n("n2")].fenced);
+}
+
+#[test]
+fn fence_node_is_rejected_if_the_node_reregistered() {
+    let mut h = Harness::new();
+    let e1 = h.register("n1");
+    let old = h.register("n2");
+    h.register("n2");
+    let out = h.apply_as(
+        "n1",
+        Some(e1.0),
+        Command::FenceNode {
+            node: n("n2"),
+            epoch: old,
+            seen_count: HeartbeatCount(0),
+        },
+    );
+    assert!(rejected(&out));
+    assert!(!h.view.nodes[&n("n2")].fenced);
+}
+
+#[test]
+fn fence_node_is_rejected_if_already_fenced() {
+    let mut h = Harness::new();
+    let e1 = h.register("n1");
+    let e2 = h.register("n2");
+    let fence = Command::FenceNode {
+        node: n("n2"),
+        epoch: e2,
+        seen_count: HeartbeatCount(0),
+    };
+    assert_eq!(h.apply_as("n1", Some(e1.0), fence.clone()), Outcome::Applied);
+    assert!(rejected(&h.apply_as("n1", Some(e1.0), fence)));
+}
+
+#[test]
+fn fence_self_is_unconditional_for_the_current_epoch() {
+    let mut h = Harness::new();
+    let e = h.register("n1");
+    h.heartbeat("n1", e);
+    assert_eq!(
+        h.apply_as(
+            "n1",
+            Some(e.0),
+            Command::FenceSelf {
+                node: n("n1"),
+                epoch: e
+            }
+        ),
+        Outcome::Applied
+    );
+    assert!(h.view.nodes[&n("n1")].fenced);
+}
+
+#[test]
+fn fence_self_for_another_node_is_rejected() {
+    let mut h = Harness::new();
+    let e = h.register("n1");
+    h.register("n2");
+    assert!(rejected(&h.apply_as(
+        "n1",
+        Some(e.0),
+        Command::FenceSelf {
+            node: n("n2"),
+            epoch: NodeEpoch(1)
+        }
+    )));
+    assert!(!h.view.nodes[&n("n2")].fenced);
+}
+
+#[test]
+fn commands_from_a_fenced_node_are_rejected() {
+    let mut h = Harness::new();
+    let e = h.register("n1");
+    h.apply_as(
+        "n1",
+        Some(e.0),
+        Command::FenceSelf {
+            node: n("n1"),
+            epoch: e,
+        },
+    );
+    assert!(matches!(
+        h.heartbeat("n1", e),
+        Outcome::Rejected(Rejection::ProposerFenced(_))
+    ));
+    assert!(matches!(
+        h.create("n1", e, "t", 1),
+        Outcome::Rejected(Rejection::ProposerFenced(_))
+    ));
+    assert!(h.view.topics.is_empty());
+}
+
+#[test]
+fn commands_from_a_replaced_incarnation_are_rejected() {
+    let mut h = Harness::new();
+    let e1 = h.register("n1");
+    h.register("n1");
+    assert!(matches!(
+        h.create("n1", e1, "t", 1),
+        Outcome::Rejected(Rejection::ProposerStale(_))
+    ));
+    assert!(h.view.topics.is_empty());
+}
+
+#[test]
+fn commands_from_an_unregistered_node_are_rejected() {
+    let mut h = Harness::new();
+    assert!(matches!(
+        h.create("ghost", NodeEpoch(1), "t", 1),
+        Outcome::Rejected(Rejection::ProposerStale(_))
+    ));
+}
+
+#[test]
+fn acquire_lease_when_free() {
+    let mut h = Harness::new();
+    let e = h.register("n1");
+    h.lease("n1", e);
+    assert!(h.view.holds_lease(&n("n1"), e));
+}
+
+#[test]
+fn acquire_lease_from_a_silent_holder() {
+    let mut h = Harness::new();
+    let e1 = h.register("n1");
+    let e2 = h.register("n2");
+    h.lease("n1", e1);
+    h.heartbeat("n1", e1);
+    let out = h.apply_as(
+        "n2",
+        Some(e2.0),
+        Command::AcquireLease {
+            holder: Some((n("n1"), e1)),
+            holder_count: HeartbeatCount(1),
+        },
+    );
+    assert_eq!(out, Outcome::Applied);
+    assert!(h.view.holds_lease(&n("n2"), e2));
+}
+
+#[test]
+fn acquire_lease_is_rejected_if_the_holder_heartbeated() {
+    let mut h = Harness::new();
+    let e1 = h.register("n1");
+    let e2 = h.register("n2");
+    h.lease("n1", e1);
+    h.heartbeat("n1", e1);
+    let out = h.apply_as(
+        "n2",
+        Some(e2.0),
+        Command::AcquireLease {
+            holder: Some((n("n1"), e1)),
+            holder_count: HeartbeatCount(0),
+        },
+    );
+    assert!(rejected(&out));
+    assert!(h.view.holds_lease(&n("n1"), e1));
+}
+
+#[test]
+fn acquire_lease_is_rejected_if_it_changed_hands() {
+    let mut h = Harness::new();
+    let e1 = h.register("n1");
+    let e2 = h.register("n2");
+    h.lease("n1", e1);
+    let out = h.apply_as(
+        "n2",
+        Some(e2.0),
+        Command::AcquireLease {
+            holder: None,
+            holder_count: HeartbeatCount(0),
+        },
+    );
+    assert!(rejected(&out));
+}
+
+#[test]
+fn a_replaced_holders_lease_is_free_at_once() {
+    let mut h = Harness::new();
+    let e1 = h.register("n1");
+    h.lease("n1", e1);
+    h.heartbeat("n1", e1);
+    let e2 = h.register("n1");
+    // The count of the new epoch is 0, not the old holder's: the lease is free regardless.
+    let out = h.apply_as(
+        "n1",
+        Some(e2.0),
+        Command::AcquireLease {
+            holder: Some((n("n1"), e1)),
+            holder_count: HeartbeatCount(42),
+        },
+    );
+    assert_eq!(out, Outcome::Applied);
+    assert!(h.view.holds_lease(&n("n1"), e2));
+}
+
+#[test]
+fn create_topic_makes_closed_streams_at_offset_zero() {
+    let mut h = Harness::new();
+    let e = h.register("n1");
+    assert!(matches!(
+        h.create("n1", e, "orders", 3),
+        Outcome::TopicCreated(TopicId(1))
+    ));
+    let (_, row) = h.stream("orders", 2);
+    assert_eq!(row.state, StreamState::Closed);
+    assert_eq!(row.committed_end, Offset(0));
+    assert_eq!(h.view.streams.len(), 3);
+}
+
+#[test]
+fn create_topic_rejects_a_taken_name() {
+    let mut h = Harness::new();
+    let e = h.register("n1");
+    h.create("n1", e, "t", 1);
+    assert!(matches!(
+        h.create("n1", e, "t", 2),
+        Outcome::Rejected(Rejection::TopicExists(_))
+    ));
+    assert_eq!(h.view.topics["t"].partitions, 1);
+}
+
+#[test]
+fn create_topic_rejects_invalid_names_and_counts() {
+    let mut h = Harness::new();
+    let e = h.register("n1");
+    for bad in ["", ".", "..", "a/b", "a b", &"x".repeat(250)] {
+        assert!(rejected(&h.create("n1", e, bad, 1)), "{bad:?}");
+    }
+    assert!(rejected(&h.create("n1", e, "t", 0)));
+    assert!(rejected(&h.create("n1", e, "t", MAX_PARTITIONS + 1)));
+    assert!(h.view.topics.is_empty() && h.view.streams.is_empty());
+}
+
+#[test]
+fn delete_topic_marks_streams_deleted_and_drops_the_index() {
+    let (mut h, e, s) = Harness::with_open_stream();
+    h.apply_as(
+        "n1",
+        Some(e.0),
+        Command::CommitObjects {
+            node: n("n1"),
+            epoch: e,
+            chunks: vec![chunk(s, 1, 0, 5)],
+        },
+    );
+    assert_eq!(
+        h.apply_as("n1", Some(e.0), Command::DeleteTopic { name: "t".into() }),
+        Outcome::Applied
+    );
+    assert!(h.view.topics.is_empty());
+    assert_eq!(h.view.streams[&s].state, StreamState::Deleted);
+    assert!(h.view.streams[&s].chunks.is_empty());
+}
+
+#[test]
+fn delete_topic_rejects_an_unknown_topic() {
+    let mut h = Harness::new();
+    let e = h.register("n1");
+    assert!(matches!(
+        h.apply_as("n1", Some(e.0), Command::DeleteTopic { name: "nope".into() }),
+        Outcome::Rejected(Rejection::TopicNotFound(_))
+    ));
+}
+
+#[test]
+fn a_recreated_topic_gets_a_new_id() {
+    let mut h = Harness::new();
+    let e = h.register("n1");
+    h.create("n1", e, "t", 1);
+    h.apply_as("n1", Some(e.0), Command::DeleteTopic { name: "t".into() });
+    assert!(matches!(h.create("n1", e, "t", 1), Outcome::TopicCreated(TopicId(2))));
+}
+
+#[test]
+fn place_stream_opens_a_closed_stream_at_the_next_epoch() {
+    let (h, e, s) = Harness::with_open_stream();
+    let row = &h.view.streams[&s];
+    assert_eq!(
+        row.state,
+        StreamState::Open {
+            node: n("n1"),
+            node_epoch: e
+        }
+    );
+    assert_eq!(row.stream_epoch, StreamEpoch(1));
+}
+
+#[test]
+fn place_stream_rejects_a_stream_that_is_not_closed() {
+    let (mut h, e, s) = Harness::with_open_stream();
+    assert!(rejected(&h.apply_as(
+        "n1",
+        Some(e.0),
+        Command::PlaceStream {
+            stream: s,
+            node: n("n1"),
+            node_epoch: e
+        }
+    )));
+    assert_eq!(h.view.streams[&s].stream_epoch, StreamEpoch(1));
+}
+
+#[test]
+fn place_stream_rejects_a_node_that_is_not_live() {
+    let mut h = Harness::new();
+    let e1 = h.register("n1");
+    let e2 = h.register("n2");
+    h.create("n1", e1, "t", 1);
+    h.apply_as(
+        "n2",
+        Some(e2.0),
+        Command::FenceSelf {
+            node: n("n2"),
+            epoch: e2,
+        },
+    );
+    let (s, _) = h.stream("t", 0);
+    assert!(rejected(&h.apply_as(
+        "n1",
+        Some(e1.0),
+        Command::PlaceStream {
+            stream: s,
+            node: n("n2"),
+            node_epoch: e2
+        }
+    )));
+    assert_eq!(h.view.streams[&s].state, StreamState::Closed);
+}
+
+#[test]
+fn commit_objects_advances_the_committed_end() {
+    let (mut h, e, s) = Harness::with_open_stream();
+    let out = h.apply_as(
+        "n1",
+        Some(e.0),
+        Command::CommitObjects {
+            node: n("n1"),
+            epoch: e,
+            chunks: vec![chunk(s, 1, 0, 5), chunk(s, 1, 5, 9)],
+        },
+    );
+    assert_eq!(out, Outcome::Applied);
+    assert_eq!(h.view.streams[&s].committed_end, Offset(9));
+    assert_eq!(h.view.streams[&s].chunks.len(), 2);
+}
+
+#[test]
+fn commit_objects_is_all_or_nothing_on_a_gap() {
+    let (mut h, e, s) = Harness::with_open_stream();
+    let out = h.apply_as(
+        "n1",
+        Some(e.0),
+        Command::CommitObjects {
+            node: n("n1"),
+            epoch: e,
+            chunks: vec![chunk(s, 1, 0, 5), chunk(s, 1, 6, 9)],
+        },
+    );
+    assert!(rejected(&out));
+    assert_eq!(h.view.streams[&s].committed_end, Offset(0));
+    assert!(h.view.streams[&s].chunks.is_empty());
+}
+
+#[test]
+fn commit_objects_rejects_a_stale_stream_epoch() {
+    let (mut h, e, s) = Harness::with_open_stream();
+    assert!(rejected(&h.apply_as(
+        "n1",
+        Some(e.0),
+        Command::CommitObjects {
+            node: n("n1"),
+            epoch: e,
+            chunks: vec![chunk(s, 0, 0, 5)]
+        }
+    )));
+}
+
+#[test]
+fn commit_objects_rejects_a_stream_owned_by_another_node() {
+    let (mut h, _, s) = Harness::with_open_stream();
+    let e2 = h.register("n2");
+    assert!(rejected(&h.apply_as(
+        "n2",
+        Some(e2.0),
+        Command::CommitObjects {
+            node: n("n2"),
+            epoch: e2,
+            chunks: vec![chunk(s, 1, 0, 5)]
+        }
+    )));
+    assert_eq!(h.view.streams[&s].committed_end, Offset(0));
+}
+
+#[test]
+fn commit_objects_rejects_a_commit_in_another_nodes_name() {
+    let (mut h, e, s) = Harness::with_open_stream();
+    let e2 = h.register("n2");
+    assert!(rejected(&h.apply_as(
+        "n2",
+        Some(e2.0),
+        Command::CommitObjects {
+            node: n("n1"),
+            epoch: e,
+            chunks: vec![chunk(s, 1, 0, 5)]
+        }
+    )));
+}
+
+#[test]
+fn close_stream_at_the_committed_end() {
+    let (mut h, e, s) = Harness::with_open_stream();
+    h.apply_as(
+        "n1",
+        Some(e.0),
+        Command::CommitObjects {
+            node: n("n1"),
+            epoch: e,
+            chunks: vec![chunk(s, 1, 0, 5)],
+        },
+    );
+    let out = h.apply_as(
+        "n1",
+        Some(e.0),
+        Command::CloseStream {
+            stream: s,
+            stream_epoch: StreamEpoch(1),
+            end: Offset(5),
+        },
+    );
+    assert_eq!(out, Outcome::Applied);
+    assert_eq!(h.view.streams[&s].state, StreamState::Closed);
+}
+
+#[test]
+fn close_stream_rejects_an_end_that_is_not_committed() {
+    let (mut h, e, s) = Harness::with_open_stream();
+    assert!(rejected(&h.apply_as(
+        "n1",
+        Some(e.0),
+        Command::CloseStream {
+            stream: s,
+            stream_epoch: StreamEpoch(1),
+            end: Offset(5)
+        }
+    )));
+    assert!(matches!(h.view.streams[&s].state, StreamState::Open { .. }));
+}
+
+#[test]
+fn close_stream_rejects_a_non_owner() {
+    let (mut h, _, s) = Harness::with_open_stream();
+    let e2 = h.register("n2");
+    assert!(rejected(&h.apply_as(
+        "n2",
+        Some(e2.0),
+        Command::CloseStream {
+            stream: s,
+            stream_epoch: StreamEpoch(1),
+            end: Offset(0)
+        }
+    )));
+}
+
+#[test]
+fn wal_takeover_recovers_then_closes_a_dead_incarnations_streams() {
+    let (mut h, e1, s) = Harness::with_open_stream();
+    h.apply_as(
+        "n1",
+        Some(e1.0),
+        Command::CommitObjects {
+            node: n("n1"),
+            epoch: e1,
+            chunks: vec![chunk(s, 1, 0, 5)],
+        },
+    );
+    let e2 = h.register("n1");
+    h.lease("n1", e2);
+    let begin = Command::BeginWalTakeover {
+        node: n("n1"),
+        epoch: e1,
+    };
+    assert_eq!(h.apply_as("n1", Some(e2.0), begin.clone()), Outcome::Applied);
+    assert_eq!(
+        h.view.streams[&s].state,
+        StreamState::Recovering {
+            node: n("n1"),
+            node_epoch: e1
+        }
+    );
+    // Idempotent: a second holder may redo the takeover.
+    assert_eq!(h.apply_as("n1", Some(e2.0), begin), Outcome::Applied);
+    let finish = Command::FinishWalTakeover {
+        node: n("n1"),
+        epoch: e1,
+        chunks: vec![chunk(s, 1, 5, 8)],
+    };
+    assert_eq!(h.apply_as("n1", Some(e2.0), finish.clone()), Outcome::Applied);
+    let row = &h.view.streams[&s];
+    assert_eq!((row.state.clone(), row.committed_end), (StreamState::Closed, Offset(8)));
+    // A late duplicate finish changes nothing.
+    assert!(rejected(&h.apply_as("n1", Some(e2.0), finish)));
+    assert_eq!(h.view.streams[&s].committed_end, Offset(8));
+}
+
+#[test]
+fn wal_takeover_of_a_live_node_is_rejected() {
+    let (mut h, e1, s) = Harness::with_open_stream();
+    assert!(rejected(&h.apply_as(
+        "n1",
+        Some(e1.0),
+        Command::BeginWalTakeover {
+            node: n("n1"),
+            epoch: e1
+        }
+    )));
+    assert!(matches!(h.view.streams[&s].state, StreamState::Open { .. }));
+}
+
+#[test]
+fn wal_takeover_without_the_lease_is_rejected() {
+    let (mut h, e1, s) = Harness::with_open_stream();
+    let e2 = h.register("n2");
+    h.apply_as(
+        "n1",
+        Some(e1.0),
+        Command::FenceSelf {
+            node: n("n1"),
+            epoch: e1,
+        },
+    );
+    // n1's lease is free now, but n2 has not acquired it.
+    assert!(rejected(&h.apply_as(
+        "n2",
+        Some(e2.0),
+        Command::BeginWalTakeover {
+            node: n("n1"),
+            epoch: e1
+        }
+    )));
+    assert!(matches!(h.view.streams[&s].state, StreamState::Open { .. }));
+}
+
+#[test]
+fn finish_takeover_rejects_chunks_that_leave_a_gap() {
+    let (mut h, e1, s) = Harness::with_open_stream();
+    let e2 = h.register("n1");
+    h.lease("n1", e2);
+    h.apply_as(
+        "n1",
+        Some(e2.0),
+        Command::BeginWalTakeover {
+            node: n("n1"),
+            epoch: e1,
+        },
+    );
+    assert!(rejected(&h.apply_as(
+        "n1",
+        Some(e2.0),
+        Command::FinishWalTakeover {
+            node: n("n1"),
+            epoch: e1,
+            chunks: vec![chunk(s, 1, 3, 8)]
+        }
+    )));
+    assert!(matches!(h.view.streams[&s].state, StreamState::Recovering { .. }));
+}
+
+#[test]
+fn trim_stream_advances_the_start_and_drops_old_chunks() {
+    let (mut h, e, s) = Harness::with_open_stream();
+    h.apply_as(
+        "n1",
+        Some(e.0),
+        Command::CommitObjects {
+            node: n("n1"),
+            epoch: e,
+            chunks: vec![chunk(s, 1, 0, 5), chunk(s, 1, 5, 9)],
+        },
+    );
+    assert_eq!(
+        h.apply_as(
+            "n1",
+            Some(e.0),
+            Command::TrimStream {
+                stream: s,
+                new_start: Offset(6)
+            }
+        ),
+        Outcome::Applied
+    );
+    let row = &h.view.streams[&s];
+    assert_eq!(row.start, Offset(6));
+    assert_eq!(row.chunks.len(), 1);
+}
+
+#[test]
+fn trim_stream_past_the_committed_end_is_rejected() {
+    let (mut h, e, s) = Harness::with_open_stream();
+    assert!(rejected(&h.apply_as(
+        "n1",
+        Some(e.0),
+        Command::TrimStream {
+            stream: s,
+            new_start: Offset(1)
+        }
+    )));
+    assert_eq!(h.view.streams[&s].start, Offset(0));
+}
+
+#[test]
+fn the_view_round_trips_through_json() {
+    let (h, _, _) = Harness::with_open_stream();
+    let json = serde_json::to_vec(&h.view).unwrap();
+    let back: View = serde_json::from_slice(&json).unwrap();
+    assert_eq!(back, h.view);
+}
