@@ -1,6 +1,21 @@
 //! The metadata log and the view every node applies it to.
+//!
+//! - `command`: the commands and their outcomes;
+//! - `view`: the state machine and its pure `apply`;
+//! - `log`: the `MetaLog` trait; `memory_log` and `store_log` implement it;
+//! - `entry`: versioned encodings of entries and snapshots;
+//! - `client`: the proposer and tailer a node uses;
+//! - `liveness`: heartbeat-count clocks.
+pub mod client;
 pub mod command;
+pub mod entry;
+pub mod liveness;
+pub mod log;
+pub mod memory_log;
+pub mod store_log;
 pub mod view;
 
+pub use client::{Meta, MetaConfig, MetaError};
 pub use command::{ChunkCommit, Command, IndexedChunk, Outcome, Rejection, TopicConfig};
+pub use log::{AppendOutcome, DynLog, MetaLog};
 pub use view::{NodeRow, Proposer, StreamRow, StreamState, TopicRow, View};

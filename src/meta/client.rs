@@ -1,0 +1,384 @@
+//! The node's handle on the metadata log: a proposer that batches commands
+//! and learns their outcomes by applying its own entry, and a tailer that
+//! keeps the local view current.
+//!
+//! One task owns the log connection, so entries are applied strictly in
+//! order; everything else reads the view through [`Meta::view`] and waits for
+//! progress with [`Meta::subscribe`].
+
+use super::command::{Command, Outcome};
+use super::entry::{decode_entry, decode_snapshot, encode_entry, encode_snapshot, LogEntry};
+use super::liveness::Liveness;
+use super::log::{AppendOutcome, DynLog};
+use super::view::{Proposer, View};
+use crate::ids::{LogIndex, NodeEpoch, NodeId};
+use bytes::Bytes;
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::time::Instant;
+
+#[derive(Debug, Clone)]
+pub struct MetaConfig {
+    /// How often an idle node polls the log for entries of other nodes.
+    pub poll_interval: Duration,
+    /// How long a proposal may wait for its outcome.
+    pub propose_timeout: Duration,
+    /// How many entries a read fetches at most.
+    pub read_batch: usize,
+}
+
+impl Default for MetaConfig {
+    fn default() -> Self {
+        Self { poll_interval: Duration::from_millis(100), propose_timeout: Duration::from_secs(10), read_batch: 256 }
+    }
+}
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum MetaError {
+    /// The metadata store could not be reached in time; retry later. The
+    /// command may still apply if its entry landed ambiguously.
+    #[error("metadata store unavailable: {0}")]
+    Unavailable(String),
+    /// An entry or snapshot could not be decoded: the node cannot go on.
+    #[error("metadata log is corrupt: {0}")]
+    Corrupt(String),
+    #[error("metadata client stopped")]
+    Stopped,
+}
+
+struct Proposal {
+    commands: Vec<Command>,
+    reply: oneshot::Sender<Result<Vec<Outcome>, MetaError>>,
+}
+
+struct Shared {
+    view: RwLock<View>,
+    identity: Mutex<Proposer>,
+    liveness: Mutex<Liveness>,
+    applied: watch::Sender<LogIndex>,
+    /// Whether the last request to the log succeeded.
+    reachable: watch::Sender<bool>,
+}
+
+/// Cheap to clone; every clone talks to the same core task.
+#[derive(Clone)]
+pub struct Meta {
+    shared: Arc<Shared>,
+    tx: mpsc::UnboundedSender<Proposal>,
+    log: DynLog,
+    config: MetaConfig,
+}
+
+impl std::fmt::Debug for Meta {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Meta").field("applied", &*self.shared.applied.borrow()).finish()
+    }
+}
+
+impl Meta {
+    /// Load the newest snapshot, catch up with the log, and start the core task.
+    pub async fn open(log: DynLog, me: NodeId, config: MetaConfig) -> Result<Meta, MetaError> {
+        let view = match log.latest_snapshot().await.map_err(|e| MetaError::Unavailable(e.to_string()))? {
+            Some((index, bytes)) => {
+                let v = decode_snapshot(&format!("snapshot {index}"), &bytes).map_err(|e| MetaError::Corrupt(e.to_string()))?;
+                if v.applied != index {
+                    return Err(MetaError::Corrupt(format!("snapshot {index} holds a view at {}", v.applied)));
+                }
+                v
+            }
+            None => View::default(),
+        };
+        let (applied, _) = watch::channel(view.applied);
+        let (reachable, _) = watch::channel(true);
+        let shared = Arc::new(Shared {
+            view: RwLock::new(view),
+            identity: Mutex::new(Proposer { node: me, epoch: None }),
+            liveness: Mutex::new(Liveness::default()),
+            applied,
+            reachable,
+        });
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut core = Core { shared: shared.clone(), log: log.clone(), config: config.clone(), pending: None };
+        while core.catch_up().await? > 0 {}
+        tokio::spawn(core.run(rx));
+        Ok(Meta { shared, tx, log, config })
+    }
+
+    /// The current view. Never hold the guard across an `.await`.
+    pub fn view(&self) -> RwLockReadGuard<'_, View> {
+        self.shared.view.read().unwrap()
+    }
+
+    pub fn applied(&self) -> LogIndex {
+        *self.shared.applied.borrow()
+    }
+
+    /// Notified every time entries are applied.
+    pub fn subscribe(&self) -> watch::Receiver<LogIndex> {
+        self.shared.applied.subscribe()
+    }
+
+    /// Whether the last request to the metadata store succeeded.
+    pub fn reachable(&self) -> bool {
+        *self.shared.reachable.borrow()
+    }
+
+    pub fn me(&self) -> Proposer {
+        self.shared.identity.lock().unwrap().clone()
+    }
+
+    /// After registering, entries are proposed as this incarnation.
+    pub fn set_epoch(&self, epoch: NodeEpoch) {
+        self.shared.identity.lock().unwrap().epoch = Some(epoch);
+        let me = self.me();
+        let view = self.view();
+        self.shared.liveness.lock().unwrap().observe(&view, Some((&me.node, epoch)));
+    }
+
+    pub fn liveness(&self) -> Liveness {
+        self.shared.liveness.lock().unwrap().clone()
+    }
+
+    /// Propose one command and wait for its outcome.
+    pub async fn propose(&self, command: Command) -> Result<Outcome, MetaError> {
+        Ok(self.propose_all(vec![command]).await?.remove(0))
+    }
+
+    /// Propose commands together (they land in one entry, in order).
+    pub async fn propose_all(&self, commands: Vec<Command>) -> Result<Vec<Outcome>, MetaError> {
+        assert!(!commands.is_empty(), "nothing to propose");
+        let (reply, rx) = oneshot::channel();
+        self.tx.send(Proposal { commands, reply }).map_err(|_| MetaError::Stopped)?;
+        match tokio::time::timeout(self.config.propose_timeout, rx).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(_)) => Err(MetaError::Stopped),
+            Err(_) => Err(MetaError::Unavailable(format!("no outcome within {:?}", self.config.propose_timeout))),
+        }
+    }
+
+    /// Wait until the view has applied at least `index`.
+    pub async fn wait_for(&self, index: LogIndex) {
+        let mut rx = self.subscribe();
+        let _ = rx.wait_for(|i| *i >= index).await;
+    }
+
+    /// Write a snapshot of the current view, then drop log entries below the
+    /// previous snapshot (one snapshot's worth of entries is kept, so a node
+    /// slightly behind can still tail). Returns the snapshot index.
+    pub async fn snapshot_and_truncate(&self) -> Result<LogIndex, MetaError> {
+        let unavailable = |e: crate::store::StoreError| MetaError::Unavailable(e.to_string());
+        let previous = self.log.latest_snapshot().await.map_err(unavailable)?.map(|(i, _)| i);
+        let (index, bytes) = {
+            let v = self.view();
+            (v.applied, encode_snapshot(&v))
+        };
+        if index == LogIndex::ZERO || Some(index) == previous {
+            return Ok(index);
+        }
+        self.log.put_snapshot(index, Bytes::from(bytes)).await.map_err(unavailable)?;
+        if let Some(prev) = previous {
+            self.log.truncate_before(prev).await.map_err(unavailable)?;
+        }
+        Ok(index)
+    }
+}
+
+/// The one task that talks to the log.
+struct Core {
+    shared: Arc<Shared>,
+    log: DynLog,
+    config: MetaConfig,
+    /// The proposal in flight: its id, and per caller how many commands.
+    pending: Option<Pending>,
+}
+
+struct Pending {
+    proposal_id: u64,
+    callers: Vec<(usize, oneshot::Sender<Result<Vec<Outcome>, MetaError>>)>,
+}
+
+impl Core {
+    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Proposal>) {
+        let mut idle_polls = 0u32;
+        loop {
+            let mut batch = Vec::new();
+            while let Ok(p) = rx.try_recv() {
+                batch.push(p);
+            }
+            if batch.is_empty() {
+                tokio::select! {
+                    p = rx.recv() => match p {
+                        Some(p) => batch.push(p),
+                        None => return,
+                    },
+                    _ = tokio::time::sleep(self.config.poll_interval) => {
+                        match self.catch_up().await {
+                            Ok(0) => idle_polls += 1,
+                            Ok(_) => idle_polls = 0,
+                            Err(MetaError::Corrupt(e)) => {
+                                tracing::error!(error = %e, "metadata log is corrupt; the tailer stops");
+                                return;
+                            }
+                            Err(_) => {}
+                        }
+                        // A node that fell behind truncation finds nothing at
+                        // its next index forever; now and then, look for a
+                        // newer snapshot.
+                        if idle_polls >= 100 {
+                            idle_polls = 0;
+                            let _ = self.reload_snapshot().await;
+                        }
+                        continue;
+                    }
+                }
+            }
+            if let Err(MetaError::Corrupt(e)) = self.propose(batch).await {
+                tracing::error!(error = %e, "metadata log is corrupt; the tailer stops");
+                return;
+            }
+        }
+    }
+
+    fn set_reachable(&self, ok: bool) {
+        self.shared.reachable.send_if_modified(|r| std::mem::replace(r, ok) != ok);
+    }
+
+    /// Read and apply whatever entries are available. Returns how many.
+    async fn catch_up(&mut self) -> Result<usize, MetaError> {
+        let from = self.shared.view.read().unwrap().applied.next();
+        let entries = match self.log.read_from(from, self.config.read_batch).await {
+            Ok(e) => {
+                self.set_reachable(true);
+                e
+            }
+            Err(e) => {
+                self.set_reachable(false);
+                return Err(MetaError::Unavailable(e.to_string()));
+            }
+        };
+        let n = entries.len();
+        for (index, bytes) in entries {
+            let entry = decode_entry(&format!("log entry {index}"), &bytes).map_err(|e| MetaError::Corrupt(e.to_string()))?;
+            self.apply(index, &entry);
+        }
+        Ok(n)
+    }
+
+    fn apply(&mut self, index: LogIndex, entry: &LogEntry) {
+        let outcomes = {
+            let mut view = self.shared.view.write().unwrap();
+            let outcomes = view.apply_entry(index, &entry.proposer, &entry.commands);
+            let me = self.shared.identity.lock().unwrap().clone();
+            self.shared.liveness.lock().unwrap().observe(&view, me.epoch.map(|e| (&me.node, e)));
+            outcomes
+        };
+        if self.pending.as_ref().is_some_and(|p| p.proposal_id == entry.proposal_id) {
+            let pending = self.pending.take().expect("checked");
+            let mut outcomes = outcomes.into_iter();
+            for (n, reply) in pending.callers {
+                let _ = reply.send(Ok(outcomes.by_ref().take(n).collect()));
+            }
+        }
+        self.shared.applied.send_replace(index);
+    }
+
+    fn fail_pending(&mut self, err: MetaError) {
+        if let Some(p) = self.pending.take() {
+            for (_, reply) in p.callers {
+                let _ = reply.send(Err(err.clone()));
+            }
+        }
+    }
+
+    async fn propose(&mut self, batch: Vec<Proposal>) -> Result<(), MetaError> {
+        let proposal_id = rand::random::<u64>();
+        let mut commands = Vec::new();
+        let mut callers = Vec::new();
+        for p in batch {
+            callers.push((p.commands.len(), p.reply));
+            commands.extend(p.commands);
+        }
+        let proposer = self.shared.identity.lock().unwrap().clone();
+        let entry = LogEntry { proposer, proposal_id, commands };
+        let bytes = Bytes::from(encode_entry(&entry));
+        self.pending = Some(Pending { proposal_id, callers });
+        let deadline = Instant::now() + self.config.propose_timeout;
+        let mut backoff = Duration::from_millis(10);
+        while self.pending.is_some() {
+            if Instant::now() >= deadline {
+                self.fail_pending(MetaError::Unavailable("metadata log append timed out".into()));
+                break;
+            }
+            // Catching up first both moves us to the log's end and settles an
+            // earlier ambiguous append: if our entry landed, applying it
+            // delivers the outcomes.
+            match self.catch_up().await {
+                Ok(_) => {}
+                Err(MetaError::Unavailable(e)) => {
+                    tracing::debug!(error = %e, "metadata log read failed; backing off");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(1));
+                    continue;
+                }
+                Err(e) => {
+                    self.fail_pending(e.clone());
+                    return Err(e);
+                }
+            }
+            if self.pending.is_none() {
+                break;
+            }
+            let index = self.shared.view.read().unwrap().applied.next();
+            match self.log.append_at(index, bytes.clone()).await {
+                Ok(AppendOutcome::Appended) => {
+                    self.set_reachable(true);
+                    if !self.predecessor_exists(index).await {
+                        // We appended on an index freed by truncation: nobody
+                        // will ever read it. Reload from the snapshot.
+                        self.fail_pending(MetaError::Unavailable("node fell behind log truncation".into()));
+                        self.reload_snapshot().await?;
+                        break;
+                    }
+                    self.apply(index, &entry);
+                }
+                Ok(AppendOutcome::IndexTaken) => {
+                    crate::telemetry::count("meta_append_conflicts_total", &[]);
+                }
+                Err(e) => {
+                    self.set_reachable(false);
+                    tracing::debug!(error = %e, "metadata log append failed; retrying");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(1));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn predecessor_exists(&self, index: LogIndex) -> bool {
+        if index.0 <= 1 {
+            return true;
+        }
+        match self.log.read_from(LogIndex(index.0 - 1), 1).await {
+            Ok(v) => !v.is_empty(),
+            // Unknown: assume it exists; the common case by far.
+            Err(_) => true,
+        }
+    }
+
+    async fn reload_snapshot(&mut self) -> Result<(), MetaError> {
+        let snap = self.log.latest_snapshot().await.map_err(|e| MetaError::Unavailable(e.to_string()))?;
+        if let Some((index, bytes)) = snap {
+            let v = decode_snapshot(&format!("snapshot {index}"), &bytes).map_err(|e| MetaError::Corrupt(e.to_string()))?;
+            if v.applied > self.shared.view.read().unwrap().applied {
+                *self.shared.view.write().unwrap() = v;
+                self.shared.applied.send_replace(index);
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

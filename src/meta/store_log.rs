@@ -1,0 +1,112 @@
+//! Metadata log on an object store: entry N is the object `log/<N>`, created
+//! with create-if-absent, so at most one entry can ever exist at an index.
+//! Snapshots are `snapshots/<N>`. Used by the embedded default.
+
+use super::log::{AppendOutcome, MetaLog};
+use crate::ids::LogIndex;
+use crate::store::{DynStore, PutOutcome, StoreResult};
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures::future::join_all;
+
+/// How many indices a read fetches at once while catching up.
+const READ_WINDOW: u64 = 16;
+
+#[derive(Debug, Clone)]
+pub struct StoreLog {
+    store: DynStore,
+    prefix: String,
+}
+
+impl StoreLog {
+    /// `prefix` is prepended to every key (`""` or ending with `/`).
+    pub fn new(store: DynStore, prefix: &str) -> Self {
+        Self { store, prefix: prefix.to_string() }
+    }
+
+    fn entry_key(&self, index: LogIndex) -> String {
+        format!("{}log/{:020}", self.prefix, index.0)
+    }
+
+    fn snapshot_key(&self, index: LogIndex) -> String {
+        format!("{}snapshots/{:020}", self.prefix, index.0)
+    }
+
+    async fn snapshot_indices(&self) -> StoreResult<Vec<LogIndex>> {
+        let listed = self.store.list(&format!("{}snapshots/", self.prefix)).await?;
+        Ok(listed
+            .iter()
+            .filter_map(|o| o.key.rsplit('/').next()?.parse::<u64>().ok())
+            .map(LogIndex)
+            .collect())
+    }
+}
+
+#[async_trait]
+impl MetaLog for StoreLog {
+    async fn append_at(&self, index: LogIndex, entry: Bytes) -> StoreResult<AppendOutcome> {
+        Ok(match self.store.put_if_absent(&self.entry_key(index), entry).await? {
+            PutOutcome::Created => AppendOutcome::Appended,
+            PutOutcome::AlreadyExists => AppendOutcome::IndexTaken,
+        })
+    }
+
+    async fn read_from(&self, from: LogIndex, max: usize) -> StoreResult<Vec<(LogIndex, Bytes)>> {
+        let mut out = Vec::new();
+        let mut next = from;
+        while out.len() < max {
+            let window = READ_WINDOW.min((max - out.len()) as u64).max(1);
+            let gets = (0..window).map(|i| {
+                let idx = LogIndex(next.0 + i);
+                let key = self.entry_key(idx);
+                async move { (idx, self.store.get(&key, None).await) }
+            });
+            for (idx, got) in join_all(gets).await {
+                match got? {
+                    Some(bytes) => out.push((idx, bytes)),
+                    None => return Ok(out),
+                }
+            }
+            next = LogIndex(next.0 + window);
+        }
+        Ok(out)
+    }
+
+    async fn put_snapshot(&self, index: LogIndex, snapshot: Bytes) -> StoreResult<()> {
+        // A snapshot at an index is a pure function of the log, so an existing
+        // one holds the same view.
+        self.store.put_if_absent(&self.snapshot_key(index), snapshot).await?;
+        Ok(())
+    }
+
+    async fn latest_snapshot(&self) -> StoreResult<Option<(LogIndex, Bytes)>> {
+        for index in self.snapshot_indices().await?.into_iter().rev() {
+            if let Some(bytes) = self.store.get(&self.snapshot_key(index), None).await? {
+                return Ok(Some((index, bytes)));
+            }
+        }
+        Ok(None)
+    }
+
+    async fn truncate_before(&self, index: LogIndex) -> StoreResult<u64> {
+        let listed = self.store.list(&format!("{}log/", self.prefix)).await?;
+        let mut removed = 0;
+        // Ascending, so a proposer that appended on a freed index can tell by
+        // its predecessor being gone (see `client.rs`).
+        for o in listed {
+            let Some(i) = o.key.rsplit('/').next().and_then(|s| s.parse::<u64>().ok()) else { continue };
+            if i >= index.0 {
+                break;
+            }
+            self.store.delete(&o.key).await?;
+            removed += 1;
+        }
+        let snaps = self.snapshot_indices().await?;
+        if let Some(base) = snaps.iter().copied().filter(|s| *s <= index).max() {
+            for s in snaps.into_iter().filter(|s| *s < base) {
+                self.store.delete(&self.snapshot_key(s)).await?;
+            }
+        }
+        Ok(removed)
+    }
+}

@@ -1,0 +1,134 @@
+//! Logs and metrics.
+//!
+//! Metrics live in one small in-process registry rendered in the Prometheus
+//! text format at `/metrics`: counters, gauges and latency histograms, each
+//! with labels such as `op` and `outcome`. A hand-rolled registry keeps the
+//! dependency tree small; the format is the stable contract.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::sync::{LazyLock, Mutex};
+use std::time::Duration;
+
+type Key = (String, Vec<(String, String)>);
+
+/// Upper bounds, in seconds, of the latency histogram buckets.
+const BUCKETS: [f64; 16] =
+    [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0];
+
+#[derive(Default)]
+struct Histogram {
+    counts: [u64; BUCKETS.len()],
+    sum: f64,
+    count: u64,
+}
+
+#[derive(Default)]
+struct Registry {
+    counters: BTreeMap<Key, u64>,
+    gauges: BTreeMap<Key, f64>,
+    histograms: BTreeMap<Key, Histogram>,
+}
+
+static REGISTRY: LazyLock<Mutex<Registry>> = LazyLock::new(Default::default);
+
+fn key(name: &str, labels: &[(&str, &str)]) -> Key {
+    (name.to_string(), labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
+}
+
+/// Add one to a counter.
+pub fn count(name: &str, labels: &[(&str, &str)]) {
+    count_n(name, labels, 1);
+}
+
+pub fn count_n(name: &str, labels: &[(&str, &str)], n: u64) {
+    *REGISTRY.lock().unwrap().counters.entry(key(name, labels)).or_default() += n;
+}
+
+pub fn gauge(name: &str, labels: &[(&str, &str)], value: f64) {
+    REGISTRY.lock().unwrap().gauges.insert(key(name, labels), value);
+}
+
+/// Record a latency in a histogram (named `..._seconds`).
+pub fn observe(name: &str, labels: &[(&str, &str)], d: Duration) {
+    let secs = d.as_secs_f64();
+    let mut r = REGISTRY.lock().unwrap();
+    let h = r.histograms.entry(key(name, labels)).or_default();
+    if let Some(i) = BUCKETS.iter().position(|b| secs <= *b) {
+        h.counts[i] += 1;
+    }
+    h.sum += secs;
+    h.count += 1;
+}
+
+fn labels_text(labels: &[(String, String)], extra: Option<(&str, String)>) -> String {
+    let mut parts: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{}\"", v.replace('"', "\\\""))).collect();
+    if let Some((k, v)) = extra {
+        parts.push(format!("{k}=\"{v}\""));
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!("{{{}}}", parts.join(","))
+    }
+}
+
+/// Everything in the Prometheus text exposition format.
+pub fn render() -> String {
+    let r = REGISTRY.lock().unwrap();
+    let mut out = String::new();
+    let mut typed = std::collections::BTreeSet::new();
+    for ((name, labels), v) in &r.counters {
+        if typed.insert(name.clone()) {
+            let _ = writeln!(out, "# TYPE {name} counter");
+        }
+        let _ = writeln!(out, "{name}{} {v}", labels_text(labels, None));
+    }
+    for ((name, labels), v) in &r.gauges {
+        if typed.insert(name.clone()) {
+            let _ = writeln!(out, "# TYPE {name} gauge");
+        }
+        let _ = writeln!(out, "{name}{} {v}", labels_text(labels, None));
+    }
+    for ((name, labels), h) in &r.histograms {
+        if typed.insert(name.clone()) {
+            let _ = writeln!(out, "# TYPE {name} histogram");
+        }
+        let mut cumulative = 0;
+        for (i, b) in BUCKETS.iter().enumerate() {
+            cumulative += h.counts[i];
+            let _ = writeln!(out, "{name}_bucket{} {cumulative}", labels_text(labels, Some(("le", b.to_string()))));
+        }
+        let _ = writeln!(out, "{name}_bucket{} {}", labels_text(labels, Some(("le", "+Inf".into()))), h.count);
+        let _ = writeln!(out, "{name}_sum{} {}", labels_text(labels, None), h.sum);
+        let _ = writeln!(out, "{name}_count{} {}", labels_text(labels, None), h.count);
+    }
+    out
+}
+
+/// Install the tracing subscriber: `text` or `json` lines on stderr, level
+/// from `RUST_LOG` (default `info`).
+pub fn init_logging(format: &str) {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let _ = if format == "json" { builder.json().try_init() } else { builder.try_init() };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_prometheus_text() {
+        count("test_requests_total", &[("op", "append"), ("outcome", "ok")]);
+        gauge("test_buffered_bytes", &[], 42.0);
+        observe("test_latency_seconds", &[("op", "put")], Duration::from_millis(3));
+        let text = render();
+        assert!(text.contains("# TYPE test_requests_total counter"));
+        assert!(text.contains("test_requests_total{op=\"append\",outcome=\"ok\"} 1"));
+        assert!(text.contains("test_buffered_bytes 42"));
+        assert!(text.contains("test_latency_seconds_bucket{op=\"put\",le=\"0.005\"} 1"));
+        assert!(text.contains("test_latency_seconds_count{op=\"put\"} 1"));
+    }
+}
