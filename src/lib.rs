@@ -6,3 +6,4 @@
 //! - [`ids`]: newtypes for every number that fences or orders.
 //! - [`store`]: the object-store trait and its backends.
 pub mod ids;
+pub mod store;
