@@ -17,7 +17,7 @@ use bytes::Bytes;
 use std::ops::Range;
 use std::sync::Arc;
 
-pub use faulty::{FaultConfig, FaultyStore};
+pub use faulty::{FaultConfig, FaultStats, FaultyStore};
 pub use local::LocalStore;
 pub use memory::MemoryStore;
 
