@@ -17,7 +17,7 @@ use bytes::Bytes;
 use std::ops::Range;
 use std::sync::Arc;
 
-pub use faulty::{FaultConfig, FaultyStore};
+pub use faulty::{FaultConfig, FaultStats, FaultyStore};
 pub use local::LocalStore;
 pub use memory::MemoryStore;
 
@@ -60,12 +60,29 @@ pub struct StoreError {
 }
 
 impl StoreError {
-    pub fn determinate(op: &'static str, key: &str, retryable: bool, reason: impl Into<String>) -> Self {
-        Self { op, key: key.to_string(), certainty: Certainty::Determinate, retryable, reason: reason.into() }
+    pub fn determinate(
+        op: &'static str,
+        key: &str,
+        retryable: bool,
+        reason: impl Into<String>,
+    ) -> Self {
+        Self {
+            op,
+            key: key.to_string(),
+            certainty: Certainty::Determinate,
+            retryable,
+            reason: reason.into(),
+        }
     }
 
     pub fn indeterminate(op: &'static str, key: &str, reason: impl Into<String>) -> Self {
-        Self { op, key: key.to_string(), certainty: Certainty::Indeterminate, retryable: true, reason: reason.into() }
+        Self {
+            op,
+            key: key.to_string(),
+            certainty: Certainty::Indeterminate,
+            retryable: true,
+            reason: reason.into(),
+        }
     }
 
     pub fn is_indeterminate(&self) -> bool {
@@ -76,7 +93,10 @@ impl StoreError {
     /// have taken effect (it failed before the final link/rename).
     pub fn from_io(op: &'static str, key: &str, err: &std::io::Error) -> Self {
         use std::io::ErrorKind::*;
-        let retryable = matches!(err.kind(), Interrupted | TimedOut | WouldBlock | StorageFull | ResourceBusy);
+        let retryable = matches!(
+            err.kind(),
+            Interrupted | TimedOut | WouldBlock | StorageFull | ResourceBusy
+        );
         Self::determinate(op, key, retryable, err.to_string())
     }
 }
@@ -110,17 +130,90 @@ pub type DynStore = Arc<dyn ObjectStore>;
 /// Check a key against the rules of [`ObjectStore`].
 pub fn validate_key(key: &str) -> Result<(), String> {
     if key.is_empty() || key.len() > 1024 {
-        return Err(format!("object key must be 1-1024 bytes, got {}", key.len()));
+        return Err(format!(
+            "object key must be 1-1024 bytes, got {}",
+            key.len()
+        ));
     }
     for seg in key.split('/') {
         if seg.is_empty() || seg == "." || seg == ".." {
-            return Err(format!("object key {key:?} has an empty, '.' or '..' segment"));
+            return Err(format!(
+                "object key {key:?} has an empty, '.' or '..' segment"
+            ));
         }
-        if !seg.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-') {
-            return Err(format!("object key {key:?} has characters outside [A-Za-z0-9._-/]"));
+        if !seg
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
+        {
+            return Err(format!(
+                "object key {key:?} has characters outside [A-Za-z0-9._-/]"
+            ));
         }
     }
     Ok(())
+}
+
+/// Check a listing prefix: every complete segment must be a valid key
+/// segment and the trailing partial segment (possibly empty) may only use the
+/// key alphabet, so a prefix may end mid-segment (`meta/log/000`) or at a
+/// separator (`wal/n1/3/`). The empty prefix lists everything.
+pub fn validate_prefix(prefix: &str) -> Result<(), String> {
+    if prefix.is_empty() {
+        return Ok(());
+    }
+    if prefix.len() > 1024 {
+        return Err(format!(
+            "list prefix must be at most 1024 bytes, got {}",
+            prefix.len()
+        ));
+    }
+    let (complete, partial) = match prefix.rsplit_once('/') {
+        Some((complete, partial)) => (Some(complete), partial),
+        None => (None, prefix),
+    };
+    if let Some(complete) = complete {
+        validate_key(complete).map_err(|e| format!("list prefix {prefix:?}: {e}"))?;
+    }
+    if !partial
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
+    {
+        return Err(format!(
+            "list prefix {prefix:?} has characters outside [A-Za-z0-9._-/]"
+        ));
+    }
+    Ok(())
+}
+
+/// [`validate_key`] as a [`StoreError`] for operation `op`: a refused key is
+/// determinate (nothing was attempted) and not retryable (it never will be valid).
+pub fn check_key(op: &'static str, key: &str) -> StoreResult<()> {
+    validate_key(key).map_err(|reason| StoreError::determinate(op, key, false, reason))
+}
+
+/// [`validate_prefix`] as a [`StoreError`] for `list`.
+pub fn check_prefix(prefix: &str) -> StoreResult<()> {
+    validate_prefix(prefix).map_err(|reason| StoreError::determinate("list", prefix, false, reason))
+}
+
+/// Resolve an optional byte range against an object of `size` bytes, with the
+/// semantics every backend must share: `None` is the whole object, an end
+/// past the object is cut at the end, a start past the end (or after the
+/// range's end) is an error. A start exactly at the end yields no bytes.
+pub fn resolve_range(size: u64, range: Option<Range<u64>>) -> Result<Range<u64>, String> {
+    let Some(range) = range else {
+        return Ok(0..size);
+    };
+    if range.start > range.end {
+        return Err(format!("inverted range {}..{}", range.start, range.end));
+    }
+    if range.start > size {
+        return Err(format!(
+            "range {}..{} starts past the end of a {size}-byte object",
+            range.start, range.end
+        ));
+    }
+    Ok(range.start..range.end.min(size))
 }
 
 /// Open a store from its URL: `memory://`, `file:///path`.
@@ -150,5 +243,27 @@ mod tests {
         assert!(validate_key("a/../b").is_err());
         assert!(validate_key("/abs").is_err());
         assert!(validate_key("a b").is_err());
+    }
+
+    #[test]
+    fn prefixes_may_end_mid_segment() {
+        assert!(validate_prefix("").is_ok());
+        assert!(validate_prefix("meta/log/000").is_ok());
+        assert!(validate_prefix("wal/n1/3/").is_ok());
+        assert!(validate_prefix("wal//").is_err());
+        assert!(validate_prefix("../x").is_err());
+        assert!(validate_prefix("a b").is_err());
+    }
+
+    #[test]
+    fn ranges_are_cut_at_the_end() {
+        assert_eq!(resolve_range(10, None), Ok(0..10));
+        assert_eq!(resolve_range(10, Some(2..5)), Ok(2..5));
+        assert_eq!(resolve_range(10, Some(8..50)), Ok(8..10));
+        assert_eq!(resolve_range(10, Some(10..12)), Ok(10..10));
+        assert!(resolve_range(10, Some(11..12)).is_err());
+        #[allow(clippy::reversed_empty_ranges)]
+        let inverted = 5..4;
+        assert!(resolve_range(10, Some(inverted)).is_err());
     }
 }
