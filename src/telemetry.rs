@@ -13,8 +13,9 @@ use std::time::Duration;
 type Key = (String, Vec<(String, String)>);
 
 /// Upper bounds, in seconds, of the latency histogram buckets.
-const BUCKETS: [f64; 16] =
-    [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0];
+const BUCKETS: [f64; 16] = [
+    0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0,
+];
 
 #[derive(Default)]
 struct Histogram {
@@ -33,7 +34,10 @@ struct Registry {
 static REGISTRY: LazyLock<Mutex<Registry>> = LazyLock::new(Default::default);
 
 fn key(name: &str, labels: &[(&str, &str)]) -> Key {
-    (name.to_string(), labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect())
+    (
+        name.to_string(),
+        labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+    )
 }
 
 /// Add one to a counter.
@@ -62,7 +66,10 @@ pub fn observe(name: &str, labels: &[(&str, &str)], d: Duration) {
 }
 
 fn labels_text(labels: &[(String, String)], extra: Option<(&str, String)>) -> String {
-    let mut parts: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{}\"", v.replace('"', "\\\""))).collect();
+    let mut parts: Vec<String> = labels
+        .iter()
+        .map(|(k, v)| format!("{k}=\"{}\"", v.replace('"', "\\\"")))
+        .collect();
     if let Some((k, v)) = extra {
         parts.push(format!("{k}=\"{v}\""));
     }
@@ -97,9 +104,18 @@ pub fn render() -> String {
         let mut cumulative = 0;
         for (i, b) in BUCKETS.iter().enumerate() {
             cumulative += h.counts[i];
-            let _ = writeln!(out, "{name}_bucket{} {cumulative}", labels_text(labels, Some(("le", b.to_string()))));
+            let _ = writeln!(
+                out,
+                "{name}_bucket{} {cumulative}",
+                labels_text(labels, Some(("le", b.to_string())))
+            );
         }
-        let _ = writeln!(out, "{name}_bucket{} {}", labels_text(labels, Some(("le", "+Inf".into()))), h.count);
+        let _ = writeln!(
+            out,
+            "{name}_bucket{} {}",
+            labels_text(labels, Some(("le", "+Inf".into()))),
+            h.count
+        );
         let _ = writeln!(out, "{name}_sum{} {}", labels_text(labels, None), h.sum);
         let _ = writeln!(out, "{name}_count{} {}", labels_text(labels, None), h.count);
     }
@@ -111,8 +127,14 @@ pub fn render() -> String {
 pub fn init_logging(format: &str) {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
-    let _ = if format == "json" { builder.json().try_init() } else { builder.try_init() };
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = if format == "json" {
+        builder.json().try_init()
+    } else {
+        builder.try_init()
+    };
 }
 
 #[cfg(test)]

@@ -30,7 +30,11 @@ pub struct MetaConfig {
 
 impl Default for MetaConfig {
     fn default() -> Self {
-        Self { poll_interval: Duration::from_millis(100), propose_timeout: Duration::from_secs(10), read_batch: 256 }
+        Self {
+            poll_interval: Duration::from_millis(100),
+            propose_timeout: Duration::from_secs(10),
+            read_batch: 256,
+        }
     }
 }
 
@@ -72,18 +76,32 @@ pub struct Meta {
 
 impl std::fmt::Debug for Meta {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Meta").field("applied", &*self.shared.applied.borrow()).finish()
+        f.debug_struct("Meta")
+            .field("applied", &*self.shared.applied.borrow())
+            .finish()
     }
 }
 
 impl Meta {
     /// Load the newest snapshot, catch up with the log, and start the core task.
     pub async fn open(log: DynLog, me: NodeId, config: MetaConfig) -> Result<Meta, MetaError> {
-        let view = match log.latest_snapshot().await.map_err(|e| MetaError::Unavailable(e.to_string()))? {
+        let deadline = Instant::now() + config.propose_timeout;
+        let snapshot = loop {
+            match log.latest_snapshot().await {
+                Ok(s) => break s,
+                Err(e) if Instant::now() >= deadline => return Err(MetaError::Unavailable(e.to_string())),
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        };
+        let view = match snapshot {
             Some((index, bytes)) => {
-                let v = decode_snapshot(&format!("snapshot {index}"), &bytes).map_err(|e| MetaError::Corrupt(e.to_string()))?;
+                let v = decode_snapshot(&format!("snapshot {index}"), &bytes)
+                    .map_err(|e| MetaError::Corrupt(e.to_string()))?;
                 if v.applied != index {
-                    return Err(MetaError::Corrupt(format!("snapshot {index} holds a view at {}", v.applied)));
+                    return Err(MetaError::Corrupt(format!(
+                        "snapshot {index} holds a view at {}",
+                        v.applied
+                    )));
                 }
                 v
             }
@@ -99,10 +117,28 @@ impl Meta {
             reachable,
         });
         let (tx, rx) = mpsc::unbounded_channel();
-        let mut core = Core { shared: shared.clone(), log: log.clone(), config: config.clone(), pending: None };
-        while core.catch_up().await? > 0 {}
+        let mut core = Core {
+            shared: shared.clone(),
+            log: log.clone(),
+            config: config.clone(),
+            pending: None,
+        };
+        loop {
+            match core.catch_up().await {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(MetaError::Unavailable(e)) if Instant::now() >= deadline => return Err(MetaError::Unavailable(e)),
+                Err(MetaError::Unavailable(_)) => tokio::time::sleep(Duration::from_millis(50)).await,
+                Err(e) => return Err(e),
+            }
+        }
         tokio::spawn(core.run(rx));
-        Ok(Meta { shared, tx, log, config })
+        Ok(Meta {
+            shared,
+            tx,
+            log,
+            config,
+        })
     }
 
     /// The current view. Never hold the guard across an `.await`.
@@ -133,7 +169,11 @@ impl Meta {
         self.shared.identity.lock().unwrap().epoch = Some(epoch);
         let me = self.me();
         let view = self.view();
-        self.shared.liveness.lock().unwrap().observe(&view, Some((&me.node, epoch)));
+        self.shared
+            .liveness
+            .lock()
+            .unwrap()
+            .observe(&view, Some((&me.node, epoch)));
     }
 
     pub fn liveness(&self) -> Liveness {
@@ -149,11 +189,16 @@ impl Meta {
     pub async fn propose_all(&self, commands: Vec<Command>) -> Result<Vec<Outcome>, MetaError> {
         assert!(!commands.is_empty(), "nothing to propose");
         let (reply, rx) = oneshot::channel();
-        self.tx.send(Proposal { commands, reply }).map_err(|_| MetaError::Stopped)?;
+        self.tx
+            .send(Proposal { commands, reply })
+            .map_err(|_| MetaError::Stopped)?;
         match tokio::time::timeout(self.config.propose_timeout, rx).await {
             Ok(Ok(r)) => r,
             Ok(Err(_)) => Err(MetaError::Stopped),
-            Err(_) => Err(MetaError::Unavailable(format!("no outcome within {:?}", self.config.propose_timeout))),
+            Err(_) => Err(MetaError::Unavailable(format!(
+                "no outcome within {:?}",
+                self.config.propose_timeout
+            ))),
         }
     }
 
@@ -176,7 +221,10 @@ impl Meta {
         if index == LogIndex::ZERO || Some(index) == previous {
             return Ok(index);
         }
-        self.log.put_snapshot(index, Bytes::from(bytes)).await.map_err(unavailable)?;
+        self.log
+            .put_snapshot(index, Bytes::from(bytes))
+            .await
+            .map_err(unavailable)?;
         if let Some(prev) = previous {
             self.log.truncate_before(prev).await.map_err(unavailable)?;
         }
@@ -241,7 +289,9 @@ impl Core {
     }
 
     fn set_reachable(&self, ok: bool) {
-        self.shared.reachable.send_if_modified(|r| std::mem::replace(r, ok) != ok);
+        self.shared
+            .reachable
+            .send_if_modified(|r| std::mem::replace(r, ok) != ok);
     }
 
     /// Read and apply whatever entries are available. Returns how many.
@@ -259,7 +309,8 @@ impl Core {
         };
         let n = entries.len();
         for (index, bytes) in entries {
-            let entry = decode_entry(&format!("log entry {index}"), &bytes).map_err(|e| MetaError::Corrupt(e.to_string()))?;
+            let entry =
+                decode_entry(&format!("log entry {index}"), &bytes).map_err(|e| MetaError::Corrupt(e.to_string()))?;
             self.apply(index, &entry);
         }
         Ok(n)
@@ -270,10 +321,18 @@ impl Core {
             let mut view = self.shared.view.write().unwrap();
             let outcomes = view.apply_entry(index, &entry.proposer, &entry.commands);
             let me = self.shared.identity.lock().unwrap().clone();
-            self.shared.liveness.lock().unwrap().observe(&view, me.epoch.map(|e| (&me.node, e)));
+            self.shared
+                .liveness
+                .lock()
+                .unwrap()
+                .observe(&view, me.epoch.map(|e| (&me.node, e)));
             outcomes
         };
-        if self.pending.as_ref().is_some_and(|p| p.proposal_id == entry.proposal_id) {
+        if self
+            .pending
+            .as_ref()
+            .is_some_and(|p| p.proposal_id == entry.proposal_id)
+        {
             let pending = self.pending.take().expect("checked");
             let mut outcomes = outcomes.into_iter();
             for (n, reply) in pending.callers {
@@ -300,7 +359,11 @@ impl Core {
             commands.extend(p.commands);
         }
         let proposer = self.shared.identity.lock().unwrap().clone();
-        let entry = LogEntry { proposer, proposal_id, commands };
+        let entry = LogEntry {
+            proposer,
+            proposal_id,
+            commands,
+        };
         let bytes = Bytes::from(encode_entry(&entry));
         self.pending = Some(Pending { proposal_id, callers });
         let deadline = Instant::now() + self.config.propose_timeout;
@@ -368,9 +431,14 @@ impl Core {
     }
 
     async fn reload_snapshot(&mut self) -> Result<(), MetaError> {
-        let snap = self.log.latest_snapshot().await.map_err(|e| MetaError::Unavailable(e.to_string()))?;
+        let snap = self
+            .log
+            .latest_snapshot()
+            .await
+            .map_err(|e| MetaError::Unavailable(e.to_string()))?;
         if let Some((index, bytes)) = snap {
-            let v = decode_snapshot(&format!("snapshot {index}"), &bytes).map_err(|e| MetaError::Corrupt(e.to_string()))?;
+            let v =
+                decode_snapshot(&format!("snapshot {index}"), &bytes).map_err(|e| MetaError::Corrupt(e.to_string()))?;
             if v.applied > self.shared.view.read().unwrap().applied {
                 *self.shared.view.write().unwrap() = v;
                 self.shared.applied.send_replace(index);

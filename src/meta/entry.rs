@@ -37,7 +37,10 @@ fn frame(magic: &[u8; 4], body: Vec<u8>) -> Vec<u8> {
 }
 
 fn unframe<'a>(what: &str, magic: &[u8; 4], buf: &'a [u8]) -> Result<&'a [u8], DecodeError> {
-    let err = |reason: String| DecodeError { what: what.to_string(), reason };
+    let err = |reason: String| DecodeError {
+        what: what.to_string(),
+        reason,
+    };
     if buf.len() < 6 {
         return Err(err(format!("{} bytes is shorter than the 6-byte header", buf.len())));
     }
@@ -46,7 +49,9 @@ fn unframe<'a>(what: &str, magic: &[u8; 4], buf: &'a [u8]) -> Result<&'a [u8], D
     }
     let version = u16::from_be_bytes([buf[4], buf[5]]);
     if version != VERSION {
-        return Err(err(format!("unknown format version {version} (this build reads {VERSION})")));
+        return Err(err(format!(
+            "unknown format version {version} (this build reads {VERSION})"
+        )));
     }
     Ok(&buf[6..])
 }
@@ -57,7 +62,10 @@ pub fn encode_entry(e: &LogEntry) -> Vec<u8> {
 
 pub fn decode_entry(what: &str, buf: &[u8]) -> Result<LogEntry, DecodeError> {
     let body = unframe(what, ENTRY_MAGIC, buf)?;
-    serde_json::from_slice(body).map_err(|e| DecodeError { what: what.to_string(), reason: e.to_string() })
+    serde_json::from_slice(body).map_err(|e| DecodeError {
+        what: what.to_string(),
+        reason: e.to_string(),
+    })
 }
 
 pub fn encode_snapshot(v: &View) -> Vec<u8> {
@@ -66,7 +74,10 @@ pub fn encode_snapshot(v: &View) -> Vec<u8> {
 
 pub fn decode_snapshot(what: &str, buf: &[u8]) -> Result<View, DecodeError> {
     let body = unframe(what, SNAPSHOT_MAGIC, buf)?;
-    serde_json::from_slice(body).map_err(|e| DecodeError { what: what.to_string(), reason: e.to_string() })
+    serde_json::from_slice(body).map_err(|e| DecodeError {
+        what: what.to_string(),
+        reason: e.to_string(),
+    })
 }
 
 #[cfg(test)]
@@ -76,9 +87,15 @@ mod tests {
 
     fn entry() -> LogEntry {
         LogEntry {
-            proposer: Proposer { node: NodeId::new("n1"), epoch: Some(NodeEpoch(2)) },
+            proposer: Proposer {
+                node: NodeId::new("n1"),
+                epoch: Some(NodeEpoch(2)),
+            },
             proposal_id: 7,
-            commands: vec![Command::Heartbeat { node: NodeId::new("n1"), epoch: NodeEpoch(2) }],
+            commands: vec![Command::Heartbeat {
+                node: NodeId::new("n1"),
+                epoch: NodeEpoch(2),
+            }],
         }
     }
 

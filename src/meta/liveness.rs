@@ -53,7 +53,11 @@ impl Liveness {
             if id == my_id {
                 continue;
             }
-            let fresh = Observation { epoch: row.epoch, count: row.heartbeats, my_count_then: my_count };
+            let fresh = Observation {
+                epoch: row.epoch,
+                count: row.heartbeats,
+                my_count_then: my_count,
+            };
             match self.seen.get(id) {
                 Some(o) if o.epoch == row.epoch && o.count == row.heartbeats => {}
                 _ => {
@@ -66,8 +70,15 @@ impl Liveness {
 
     /// Every other node at its current epoch, with how long it has been silent.
     pub fn silences(&self, view: &View) -> Vec<Silence> {
-        let Some((my_id, my_epoch)) = &self.me else { return Vec::new() };
-        let Some(my_count) = view.nodes.get(my_id).filter(|r| r.epoch == *my_epoch).map(|r| r.heartbeats) else {
+        let Some((my_id, my_epoch)) = &self.me else {
+            return Vec::new();
+        };
+        let Some(my_count) = view
+            .nodes
+            .get(my_id)
+            .filter(|r| r.epoch == *my_epoch)
+            .map(|r| r.heartbeats)
+        else {
             return Vec::new();
         };
         self.seen
@@ -106,16 +117,34 @@ mod tests {
 
     impl Cluster {
         fn apply(&mut self, node: &str, epoch: Option<u64>, cmd: Command) {
-            let p = Proposer { node: NodeId::new(node), epoch: epoch.map(NodeEpoch) };
+            let p = Proposer {
+                node: NodeId::new(node),
+                epoch: epoch.map(NodeEpoch),
+            };
             let i = LogIndex(self.view.applied.0 + 1);
             self.view.apply_entry(i, &p, &[cmd]);
         }
         fn register(&mut self, node: &str) {
-            self.apply(node, None, Command::RegisterNode { node: NodeId::new(node), http_addr: String::new(), kafka_addr: String::new() });
+            self.apply(
+                node,
+                None,
+                Command::RegisterNode {
+                    node: NodeId::new(node),
+                    http_addr: String::new(),
+                    kafka_addr: String::new(),
+                },
+            );
         }
         fn beat(&mut self, node: &str) {
             let e = self.view.nodes[&NodeId::new(node)].epoch;
-            self.apply(node, Some(e.0), Command::Heartbeat { node: NodeId::new(node), epoch: e });
+            self.apply(
+                node,
+                Some(e.0),
+                Command::Heartbeat {
+                    node: NodeId::new(node),
+                    epoch: e,
+                },
+            );
         }
     }
 

@@ -57,7 +57,14 @@ impl MetaLog for MemoryLog {
     }
 
     async fn latest_snapshot(&self) -> StoreResult<Option<(LogIndex, Bytes)>> {
-        Ok(self.state.lock().unwrap().snapshots.iter().next_back().map(|(i, b)| (*i, b.clone())))
+        Ok(self
+            .state
+            .lock()
+            .unwrap()
+            .snapshots
+            .iter()
+            .next_back()
+            .map(|(i, b)| (*i, b.clone())))
     }
 
     async fn truncate_before(&self, index: LogIndex) -> StoreResult<u64> {

@@ -8,6 +8,7 @@
 //! - `liveness`: heartbeat-count clocks.
 pub mod client;
 pub mod command;
+pub mod conformance;
 pub mod entry;
 pub mod liveness;
 pub mod log;

@@ -21,7 +21,10 @@ pub struct StoreLog {
 impl StoreLog {
     /// `prefix` is prepended to every key (`""` or ending with `/`).
     pub fn new(store: DynStore, prefix: &str) -> Self {
-        Self { store, prefix: prefix.to_string() }
+        Self {
+            store,
+            prefix: prefix.to_string(),
+        }
     }
 
     fn entry_key(&self, index: LogIndex) -> String {
@@ -62,9 +65,12 @@ impl MetaLog for StoreLog {
                 async move { (idx, self.store.get(&key, None).await) }
             });
             for (idx, got) in join_all(gets).await {
-                match got? {
-                    Some(bytes) => out.push((idx, bytes)),
-                    None => return Ok(out),
+                match got {
+                    Ok(Some(bytes)) => out.push((idx, bytes)),
+                    Ok(None) => return Ok(out),
+                    // What was read before the failure is still good.
+                    Err(_) if !out.is_empty() => return Ok(out),
+                    Err(e) => return Err(e),
                 }
             }
             next = LogIndex(next.0 + window);
@@ -94,7 +100,9 @@ impl MetaLog for StoreLog {
         // Ascending, so a proposer that appended on a freed index can tell by
         // its predecessor being gone (see `client.rs`).
         for o in listed {
-            let Some(i) = o.key.rsplit('/').next().and_then(|s| s.parse::<u64>().ok()) else { continue };
+            let Some(i) = o.key.rsplit('/').next().and_then(|s| s.parse::<u64>().ok()) else {
+                continue;
+            };
             if i >= index.0 {
                 break;
             }

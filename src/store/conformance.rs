@@ -97,11 +97,7 @@ pub async fn range_past_end_is_cut(store: &DynStore) {
     let body = pattern(1000);
     put(store, &key, &body).await;
     let got = store.get(&key, Some(990..2000)).await.unwrap().unwrap();
-    assert_eq!(
-        &got[..],
-        &body[990..],
-        "range 990..2000 of a 1000-byte object"
-    );
+    assert_eq!(&got[..], &body[990..], "range 990..2000 of a 1000-byte object");
     let got = store.get(&key, Some(0..u64::MAX)).await.unwrap().unwrap();
     assert_eq!(&got[..], &body[..]);
     let got = store.get(&key, Some(1000..1001)).await.unwrap().unwrap();
@@ -160,10 +156,7 @@ pub async fn list_is_sorted_and_prefix_filtered(store: &DynStore) {
         store.list(&format!("{p}a/")).await.unwrap(),
         want(&[("a/1", 1), ("a/10", 10), ("a/1x/y", 5), ("a/2", 2)])
     );
-    assert_eq!(
-        store.list(&format!("{p}b")).await.unwrap(),
-        want(&[("b", 3)])
-    );
+    assert_eq!(store.list(&format!("{p}b")).await.unwrap(), want(&[("b", 3)]));
     assert_eq!(store.list(&format!("{p}c")).await.unwrap(), vec![]);
     cleanup(store, &p).await;
     cleanup(store, &other).await;
@@ -214,10 +207,7 @@ pub async fn list_prefix_may_end_mid_segment(store: &DynStore) {
         ]
     );
     assert_eq!(keys(format!("{p}wal/n1/3/")).await, ["wal/n1/3/1"]);
-    assert_eq!(
-        keys(format!("{p}wal/n1/3")).await,
-        ["wal/n1/3/1", "wal/n1/30/1"]
-    );
+    assert_eq!(keys(format!("{p}wal/n1/3")).await, ["wal/n1/3/1", "wal/n1/30/1"]);
     assert_eq!(keys(format!("{p}wal/n2/")).await, Vec::<String>::new());
     cleanup(store, &p).await;
 }
@@ -227,18 +217,12 @@ pub async fn list_prefix_may_end_mid_segment(store: &DynStore) {
 pub async fn delete_is_idempotent(store: &DynStore) {
     let p = unique_prefix("delete");
     let key = format!("{p}object");
-    store
-        .delete(&key)
-        .await
-        .expect("deleting a never-written key");
+    store.delete(&key).await.expect("deleting a never-written key");
     put(store, &key, b"v1").await;
     store.delete(&key).await.unwrap();
     assert_eq!(get(store, &key).await, None);
     assert_eq!(store.list(&p).await.unwrap(), vec![]);
-    store
-        .delete(&key)
-        .await
-        .expect("deleting an already deleted key");
+    store.delete(&key).await.expect("deleting an already deleted key");
     assert_eq!(
         put(store, &key, b"v2").await,
         PutOutcome::Created,
@@ -291,19 +275,12 @@ pub async fn large_object_round_trips(store: &DynStore) {
         get(store, &key).await.unwrap() == body,
         "4 MiB object must read back byte-exact"
     );
-    let middle = store
-        .get(&key, Some(1_000_003..3_000_017))
-        .await
-        .unwrap()
-        .unwrap();
+    let middle = store.get(&key, Some(1_000_003..3_000_017)).await.unwrap().unwrap();
     assert!(
         middle[..] == body[1_000_003..3_000_017],
         "ranged read inside a 4 MiB object"
     );
-    assert_eq!(
-        store.list(&p).await.unwrap(),
-        vec![ObjectMeta { key, size: 4 << 20 }]
-    );
+    assert_eq!(store.list(&p).await.unwrap(), vec![ObjectMeta { key, size: 4 << 20 }]);
     cleanup(store, &p).await;
 }
 
@@ -324,10 +301,7 @@ pub async fn invalid_keys_are_refused_and_change_nothing(store: &DynStore) {
         format!("{p}{}", "x".repeat(1025)),
     ];
     let refused = |op: &str, key: &str, err: StoreError| {
-        assert!(
-            !err.is_indeterminate() && !err.retryable,
-            "{op} {key:?}: {err}"
-        );
+        assert!(!err.is_indeterminate() && !err.retryable, "{op} {key:?}: {err}");
     };
     for key in &bad {
         match store.put_if_absent(key, Bytes::from_static(b"x")).await {
@@ -349,16 +323,8 @@ pub async fn invalid_keys_are_refused_and_change_nothing(store: &DynStore) {
             Ok(listed) => panic!("list of invalid prefix {prefix:?} returned {listed:?}"),
         }
     }
-    assert_eq!(
-        get(store, &format!("{p}escaped")).await,
-        None,
-        "`..` must not escape"
-    );
-    assert_eq!(
-        store.list(&p).await.unwrap(),
-        vec![],
-        "invalid keys must write nothing"
-    );
+    assert_eq!(get(store, &format!("{p}escaped")).await, None, "`..` must not escape");
+    assert_eq!(store.list(&p).await.unwrap(), vec![], "invalid keys must write nothing");
 }
 
 /// A prefix no other run uses: `conformance/<check>/<time>-<random>/`.
@@ -367,10 +333,7 @@ fn unique_prefix(check: &str) -> String {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos())
         .unwrap_or_default();
-    format!(
-        "conformance/{check}/{nanos:x}-{:016x}/",
-        rand::random::<u64>()
-    )
+    format!("conformance/{check}/{nanos:x}-{:016x}/", rand::random::<u64>())
 }
 
 /// Deterministic, non-repeating-looking bytes, so misplaced ranges show up.
@@ -404,9 +367,5 @@ async fn cleanup(store: &DynStore, prefix: &str) {
             .await
             .unwrap_or_else(|e| panic!("delete {:?}: {e}", meta.key));
     }
-    assert_eq!(
-        store.list(prefix).await.unwrap(),
-        vec![],
-        "cleanup of {prefix:?}"
-    );
+    assert_eq!(store.list(prefix).await.unwrap(), vec![], "cleanup of {prefix:?}");
 }

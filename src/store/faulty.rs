@@ -139,9 +139,7 @@ impl FaultyStore {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Sleep for the injected latency, then pick this request's fault.
@@ -177,21 +175,11 @@ impl FaultyStore {
         }
         if roll(rng, config.error_rate) {
             stats.errors += 1;
-            return Fault::Fail(StoreError::determinate(
-                name,
-                key,
-                true,
-                "injected: 500 InternalError",
-            ));
+            return Fault::Fail(StoreError::determinate(name, key, true, "injected: 500 InternalError"));
         }
         if roll(rng, config.slowdown_rate) {
             stats.slowdowns += 1;
-            return Fault::Fail(StoreError::determinate(
-                name,
-                key,
-                true,
-                "injected: 503 SlowDown",
-            ));
+            return Fault::Fail(StoreError::determinate(name, key, true, "injected: 503 SlowDown"));
         }
         if op == Op::Put && roll(rng, config.conflict_rate) {
             stats.conflicts += 1;
@@ -290,16 +278,10 @@ mod tests {
     async fn no_faults_by_default() {
         let (memory, store) = faulty(FaultConfig::default());
         assert_eq!(
-            store
-                .put_if_absent("k", Bytes::from_static(b"v"))
-                .await
-                .unwrap(),
+            store.put_if_absent("k", Bytes::from_static(b"v")).await.unwrap(),
             PutOutcome::Created
         );
-        assert_eq!(
-            store.get("k", None).await.unwrap().as_deref(),
-            Some(&b"v"[..])
-        );
+        assert_eq!(store.get("k", None).await.unwrap().as_deref(), Some(&b"v"[..]));
         assert_eq!(memory.len(), 1);
         assert_eq!(store.stats(), FaultStats::default());
     }
@@ -310,10 +292,7 @@ mod tests {
             error_rate: 1.0,
             ..Default::default()
         });
-        let err = store
-            .put_if_absent("k", Bytes::from_static(b"v"))
-            .await
-            .unwrap_err();
+        let err = store.put_if_absent("k", Bytes::from_static(b"v")).await.unwrap_err();
         assert_determinate_retryable(&err, "500");
         assert_determinate_retryable(&store.get("k", None).await.unwrap_err(), "500");
         assert_determinate_retryable(&store.list("").await.unwrap_err(), "500");
@@ -327,10 +306,7 @@ mod tests {
             slowdown_rate: 1.0,
             ..Default::default()
         });
-        let err = store
-            .put_if_absent("k", Bytes::from_static(b"v"))
-            .await
-            .unwrap_err();
+        let err = store.put_if_absent("k", Bytes::from_static(b"v")).await.unwrap_err();
         assert_determinate_retryable(&err, "503 SlowDown");
         assert!(memory.is_empty());
         assert_eq!(store.stats().slowdowns, 1);
@@ -342,10 +318,7 @@ mod tests {
             conflict_rate: 1.0,
             ..Default::default()
         });
-        let err = store
-            .put_if_absent("k", Bytes::from_static(b"v"))
-            .await
-            .unwrap_err();
+        let err = store.put_if_absent("k", Bytes::from_static(b"v")).await.unwrap_err();
         assert_determinate_retryable(&err, "409");
         assert!(memory.is_empty());
         assert_eq!(store.get("k", None).await.unwrap(), None);
@@ -359,28 +332,15 @@ mod tests {
             lost_reply_rate: 1.0,
             ..Default::default()
         });
-        let err = store
-            .put_if_absent("k", Bytes::from_static(b"v"))
-            .await
-            .unwrap_err();
+        let err = store.put_if_absent("k", Bytes::from_static(b"v")).await.unwrap_err();
         assert!(err.is_indeterminate(), "{err}");
         // The write really happened: reading back settles the outcome.
-        assert_eq!(
-            memory.get("k", None).await.unwrap().as_deref(),
-            Some(&b"v"[..])
-        );
-        assert_eq!(
-            store.get("k", None).await.unwrap().as_deref(),
-            Some(&b"v"[..])
-        );
+        assert_eq!(memory.get("k", None).await.unwrap().as_deref(), Some(&b"v"[..]));
+        assert_eq!(store.get("k", None).await.unwrap().as_deref(), Some(&b"v"[..]));
 
         let err = store.delete("k").await.unwrap_err();
         assert!(err.is_indeterminate(), "{err}");
-        assert_eq!(
-            memory.get("k", None).await.unwrap(),
-            None,
-            "the delete happened"
-        );
+        assert_eq!(memory.get("k", None).await.unwrap(), None, "the delete happened");
         assert_eq!(store.stats().lost_replies, 2);
     }
 
@@ -388,10 +348,7 @@ mod tests {
     async fn unavailable_fails_everything_until_healed() {
         let (memory, store) = faulty(FaultConfig::default());
         store.set_unavailable(true);
-        let err = store
-            .put_if_absent("k", Bytes::from_static(b"v"))
-            .await
-            .unwrap_err();
+        let err = store.put_if_absent("k", Bytes::from_static(b"v")).await.unwrap_err();
         assert!(!err.is_indeterminate(), "{err}");
         assert!(store.get("k", None).await.is_err());
         assert!(store.list("").await.is_err());
@@ -401,10 +358,7 @@ mod tests {
 
         store.set_unavailable(false);
         assert_eq!(
-            store
-                .put_if_absent("k", Bytes::from_static(b"v"))
-                .await
-                .unwrap(),
+            store.put_if_absent("k", Bytes::from_static(b"v")).await.unwrap(),
             PutOutcome::Created
         );
     }

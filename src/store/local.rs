@@ -24,8 +24,7 @@
 //! (removing them would race with concurrent puts into them).
 
 use super::{
-    check_key, check_prefix, resolve_range, validate_key, ObjectMeta, ObjectStore, PutOutcome,
-    StoreError, StoreResult,
+    check_key, check_prefix, resolve_range, validate_key, ObjectMeta, ObjectStore, PutOutcome, StoreError, StoreResult,
 };
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -173,10 +172,7 @@ impl Inner {
         );
         let tmp_path = self.tmp.join(name);
         let written = (|| {
-            let mut file = OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&tmp_path)?;
+            let mut file = OpenOptions::new().write(true).create_new(true).open(&tmp_path)?;
             file.write_all(body)?;
             file.sync_all()
         })();
@@ -196,10 +192,7 @@ impl Inner {
         match fs::hard_link(tmp_path, path) {
             Ok(()) => {}
             Err(e) if e.kind() == ErrorKind::AlreadyExists => {
-                if fs::symlink_metadata(path)
-                    .map(|m| m.is_dir())
-                    .unwrap_or(false)
-                {
+                if fs::symlink_metadata(path).map(|m| m.is_dir()).unwrap_or(false) {
                     return Err(StoreError::determinate(
                         "put",
                         key,
@@ -217,11 +210,7 @@ impl Inner {
         }
         // The object is now visible; only its durability is in question.
         fsync_dir(dir).map_err(|e| {
-            StoreError::indeterminate(
-                "put",
-                key,
-                format!("object linked but directory fsync failed: {e}"),
-            )
+            StoreError::indeterminate("put", key, format!("object linked but directory fsync failed: {e}"))
         })?;
         Ok(PutOutcome::Created)
     }
@@ -269,11 +258,10 @@ impl Inner {
             // A directory holding other objects; no object has this key.
             return Ok(None);
         }
-        let range = resolve_range(meta.len(), range)
-            .map_err(|reason| StoreError::determinate("get", key, false, reason))?;
-        let len = usize::try_from(range.end - range.start).map_err(|_| {
-            StoreError::determinate("get", key, false, "range does not fit in memory")
-        })?;
+        let range =
+            resolve_range(meta.len(), range).map_err(|reason| StoreError::determinate("get", key, false, reason))?;
+        let len = usize::try_from(range.end - range.start)
+            .map_err(|_| StoreError::determinate("get", key, false, "range does not fit in memory"))?;
         let mut buf = vec![0; len];
         file.seek(SeekFrom::Start(range.start)).map_err(io_err)?;
         // Objects are immutable, so a short read means the file was damaged
@@ -314,8 +302,7 @@ impl Inner {
             } else {
                 format!("{dir_key}/{name}")
             };
-            collect(&entry.path(), key, &mut out)
-                .map_err(|e| StoreError::from_io("list", prefix, &e))?;
+            collect(&entry.path(), key, &mut out).map_err(|e| StoreError::from_io("list", prefix, &e))?;
         }
         out.sort_by(|a, b| a.key.cmp(&b.key));
         Ok(out)
@@ -358,10 +345,7 @@ fn collect(path: &Path, key: String, out: &mut Vec<ObjectMeta>) -> io::Result<()
     };
     if meta.is_file() {
         if validate_key(&key).is_ok() {
-            out.push(ObjectMeta {
-                key,
-                size: meta.len(),
-            });
+            out.push(ObjectMeta { key, size: meta.len() });
         }
     } else if meta.is_dir() {
         let entries = match fs::read_dir(path) {
@@ -394,26 +378,22 @@ fn fsync_dir(dir: &Path) -> io::Result<()> {
 impl ObjectStore for LocalStore {
     async fn put_if_absent(&self, key: &str, body: Bytes) -> StoreResult<PutOutcome> {
         let owned = key.to_string();
-        self.blocking("put", key, move |inner| inner.put(&owned, &body))
-            .await
+        self.blocking("put", key, move |inner| inner.put(&owned, &body)).await
     }
 
     async fn get(&self, key: &str, range: Option<Range<u64>>) -> StoreResult<Option<Bytes>> {
         let owned = key.to_string();
-        self.blocking("get", key, move |inner| inner.get(&owned, range))
-            .await
+        self.blocking("get", key, move |inner| inner.get(&owned, range)).await
     }
 
     async fn list(&self, prefix: &str) -> StoreResult<Vec<ObjectMeta>> {
         let owned = prefix.to_string();
-        self.blocking("list", prefix, move |inner| inner.list(&owned))
-            .await
+        self.blocking("list", prefix, move |inner| inner.list(&owned)).await
     }
 
     async fn delete(&self, key: &str) -> StoreResult<()> {
         let owned = key.to_string();
-        self.blocking("delete", key, move |inner| inner.delete(&owned))
-            .await
+        self.blocking("delete", key, move |inner| inner.delete(&owned)).await
     }
 }
 
@@ -427,10 +407,7 @@ mod tests {
         {
             let store = LocalStore::open(dir.path()).unwrap();
             let put = store
-                .put_if_absent(
-                    "wal/n1/3/00000000000000000001",
-                    Bytes::from_static(b"hello"),
-                )
+                .put_if_absent("wal/n1/3/00000000000000000001", Bytes::from_static(b"hello"))
                 .await;
             assert_eq!(put.unwrap(), PutOutcome::Created);
             store
@@ -439,17 +416,11 @@ mod tests {
                 .unwrap();
         }
         let store = LocalStore::open(dir.path()).unwrap();
-        let got = store
-            .get("wal/n1/3/00000000000000000001", None)
-            .await
-            .unwrap();
+        let got = store.get("wal/n1/3/00000000000000000001", None).await.unwrap();
         assert_eq!(got.as_deref(), Some(&b"hello"[..]));
         let listed = store.list("").await.unwrap();
         let keys: Vec<_> = listed.iter().map(|m| (m.key.as_str(), m.size)).collect();
-        assert_eq!(
-            keys,
-            [("meta/log/0001", 1), ("wal/n1/3/00000000000000000001", 5)]
-        );
+        assert_eq!(keys, [("meta/log/0001", 1), ("wal/n1/3/00000000000000000001", 5)]);
         let again = store
             .put_if_absent("meta/log/0001", Bytes::from_static(b"other"))
             .await
@@ -465,24 +436,15 @@ mod tests {
         fs::write(&stale, b"half a write").unwrap();
         let store = LocalStore::open(dir.path()).unwrap();
         assert!(!stale.exists(), "stale temp file survived open");
-        assert!(
-            store.list("").await.unwrap().is_empty(),
-            "temp files are never listed"
-        );
+        assert!(store.list("").await.unwrap().is_empty(), "temp files are never listed");
     }
 
     #[tokio::test]
     async fn successful_puts_leave_no_temp_files() {
         let dir = tempfile::tempdir().unwrap();
         let store = LocalStore::open(dir.path()).unwrap();
-        store
-            .put_if_absent("a/b", Bytes::from_static(b"x"))
-            .await
-            .unwrap();
-        store
-            .put_if_absent("a/b", Bytes::from_static(b"y"))
-            .await
-            .unwrap();
+        store.put_if_absent("a/b", Bytes::from_static(b"x")).await.unwrap();
+        store.put_if_absent("a/b", Bytes::from_static(b"y")).await.unwrap();
         assert_eq!(fs::read_dir(dir.path().join(TMP_DIR)).unwrap().count(), 0);
     }
 
@@ -490,15 +452,9 @@ mod tests {
     async fn reserved_and_conflicting_keys_are_refused() {
         let dir = tempfile::tempdir().unwrap();
         let store = LocalStore::open(dir.path()).unwrap();
-        let err = store
-            .put_if_absent(".tmp/x", Bytes::new())
-            .await
-            .unwrap_err();
+        let err = store.put_if_absent(".tmp/x", Bytes::new()).await.unwrap_err();
         assert!(!err.is_indeterminate() && !err.retryable);
-        store
-            .put_if_absent("d/child", Bytes::from_static(b"c"))
-            .await
-            .unwrap();
+        store.put_if_absent("d/child", Bytes::from_static(b"c")).await.unwrap();
         // `d` is a directory here, not an object: it is absent, not "already existing".
         assert_eq!(store.get("d", None).await.unwrap(), None);
         let err = store.put_if_absent("d", Bytes::new()).await.unwrap_err();

@@ -4,10 +4,7 @@
 //! conformance suite) can run without a filesystem or network, and so that
 //! [`FaultyStore`](super::FaultyStore) has something cheap to wrap.
 
-use super::{
-    check_key, check_prefix, resolve_range, ObjectMeta, ObjectStore, PutOutcome, StoreError,
-    StoreResult,
-};
+use super::{check_key, check_prefix, resolve_range, ObjectMeta, ObjectStore, PutOutcome, StoreError, StoreResult};
 use async_trait::async_trait;
 use bytes::Bytes;
 use std::collections::BTreeMap;
@@ -42,9 +39,7 @@ impl MemoryStore {
     /// (every critical section is a single map operation), so poisoning is
     /// ignored rather than propagated.
     fn lock(&self) -> MutexGuard<'_, BTreeMap<String, Bytes>> {
-        self.objects
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.objects.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 

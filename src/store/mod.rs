@@ -60,12 +60,7 @@ pub struct StoreError {
 }
 
 impl StoreError {
-    pub fn determinate(
-        op: &'static str,
-        key: &str,
-        retryable: bool,
-        reason: impl Into<String>,
-    ) -> Self {
+    pub fn determinate(op: &'static str, key: &str, retryable: bool, reason: impl Into<String>) -> Self {
         Self {
             op,
             key: key.to_string(),
@@ -130,24 +125,17 @@ pub type DynStore = Arc<dyn ObjectStore>;
 /// Check a key against the rules of [`ObjectStore`].
 pub fn validate_key(key: &str) -> Result<(), String> {
     if key.is_empty() || key.len() > 1024 {
-        return Err(format!(
-            "object key must be 1-1024 bytes, got {}",
-            key.len()
-        ));
+        return Err(format!("object key must be 1-1024 bytes, got {}", key.len()));
     }
     for seg in key.split('/') {
         if seg.is_empty() || seg == "." || seg == ".." {
-            return Err(format!(
-                "object key {key:?} has an empty, '.' or '..' segment"
-            ));
+            return Err(format!("object key {key:?} has an empty, '.' or '..' segment"));
         }
         if !seg
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
         {
-            return Err(format!(
-                "object key {key:?} has characters outside [A-Za-z0-9._-/]"
-            ));
+            return Err(format!("object key {key:?} has characters outside [A-Za-z0-9._-/]"));
         }
     }
     Ok(())
@@ -162,10 +150,7 @@ pub fn validate_prefix(prefix: &str) -> Result<(), String> {
         return Ok(());
     }
     if prefix.len() > 1024 {
-        return Err(format!(
-            "list prefix must be at most 1024 bytes, got {}",
-            prefix.len()
-        ));
+        return Err(format!("list prefix must be at most 1024 bytes, got {}", prefix.len()));
     }
     let (complete, partial) = match prefix.rsplit_once('/') {
         Some((complete, partial)) => (Some(complete), partial),
@@ -178,9 +163,7 @@ pub fn validate_prefix(prefix: &str) -> Result<(), String> {
         .bytes()
         .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
     {
-        return Err(format!(
-            "list prefix {prefix:?} has characters outside [A-Za-z0-9._-/]"
-        ));
+        return Err(format!("list prefix {prefix:?} has characters outside [A-Za-z0-9._-/]"));
     }
     Ok(())
 }

@@ -1,13 +1,19 @@
 use super::*;
-use crate::meta::memory_log::MemoryLog;
 use crate::meta::log::MetaLog;
+use crate::meta::memory_log::MemoryLog;
 
 fn register_cmd(node: &str) -> Command {
-    Command::RegisterNode { node: NodeId::new(node), http_addr: "h".into(), kafka_addr: "k".into() }
+    Command::RegisterNode {
+        node: NodeId::new(node),
+        http_addr: "h".into(),
+        kafka_addr: "k".into(),
+    }
 }
 
 async fn registered(log: &DynLog, node: &str) -> Meta {
-    let m = Meta::open(log.clone(), NodeId::new(node), MetaConfig::default()).await.unwrap();
+    let m = Meta::open(log.clone(), NodeId::new(node), MetaConfig::default())
+        .await
+        .unwrap();
     match m.propose(register_cmd(node)).await.unwrap() {
         Outcome::Registered(e) => m.set_epoch(e),
         o => panic!("{o:?}"),
@@ -20,15 +26,26 @@ async fn proposals_learn_their_outcome_by_applying_their_entry() {
     let log: DynLog = Arc::new(MemoryLog::new());
     let m = registered(&log, "n1").await;
     let out = m
-        .propose(Command::CreateTopic { name: "t".into(), partitions: 2, config: Default::default() })
+        .propose(Command::CreateTopic {
+            name: "t".into(),
+            partitions: 2,
+            config: Default::default(),
+        })
         .await
         .unwrap();
     assert!(matches!(out, Outcome::TopicCreated(_)));
     let again = m
-        .propose(Command::CreateTopic { name: "t".into(), partitions: 2, config: Default::default() })
+        .propose(Command::CreateTopic {
+            name: "t".into(),
+            partitions: 2,
+            config: Default::default(),
+        })
         .await
         .unwrap();
-    assert!(matches!(again, Outcome::Rejected(crate::meta::Rejection::TopicExists(_))));
+    assert!(matches!(
+        again,
+        Outcome::Rejected(crate::meta::Rejection::TopicExists(_))
+    ));
 }
 
 #[tokio::test]
@@ -40,14 +57,25 @@ async fn concurrent_proposers_on_one_log_agree_on_one_history() {
     for i in 0..20 {
         let m = if i % 2 == 0 { a.clone() } else { b.clone() };
         tasks.push(tokio::spawn(async move {
-            m.propose(Command::CreateTopic { name: format!("t{}", i / 2), partitions: 1, config: Default::default() })
-                .await
-                .unwrap()
+            m.propose(Command::CreateTopic {
+                name: format!("t{}", i / 2),
+                partitions: 1,
+                config: Default::default(),
+            })
+            .await
+            .unwrap()
         }));
     }
-    let outcomes: Vec<Outcome> = futures::future::join_all(tasks).await.into_iter().map(|r| r.unwrap()).collect();
+    let outcomes: Vec<Outcome> = futures::future::join_all(tasks)
+        .await
+        .into_iter()
+        .map(|r| r.unwrap())
+        .collect();
     // Each name was proposed twice; exactly one of each pair won.
-    let created = outcomes.iter().filter(|o| matches!(o, Outcome::TopicCreated(_))).count();
+    let created = outcomes
+        .iter()
+        .filter(|o| matches!(o, Outcome::TopicCreated(_)))
+        .count();
     assert_eq!(created, 10);
     let end = a.applied().max(b.applied());
     a.wait_for(end).await;
@@ -63,8 +91,14 @@ async fn commands_proposed_together_land_in_one_entry() {
     let e = m.me().epoch.unwrap();
     let outs = m
         .propose_all(vec![
-            Command::Heartbeat { node: NodeId::new("n1"), epoch: e },
-            Command::Heartbeat { node: NodeId::new("n1"), epoch: e },
+            Command::Heartbeat {
+                node: NodeId::new("n1"),
+                epoch: e,
+            },
+            Command::Heartbeat {
+                node: NodeId::new("n1"),
+                epoch: e,
+            },
         ])
         .await
         .unwrap();
@@ -76,14 +110,28 @@ async fn commands_proposed_together_land_in_one_entry() {
 async fn a_new_node_starts_from_the_latest_snapshot_after_truncation() {
     let log: DynLog = Arc::new(MemoryLog::new());
     let m = registered(&log, "n1").await;
-    m.propose(Command::CreateTopic { name: "a".into(), partitions: 1, config: Default::default() }).await.unwrap();
+    m.propose(Command::CreateTopic {
+        name: "a".into(),
+        partitions: 1,
+        config: Default::default(),
+    })
+    .await
+    .unwrap();
     let s1 = m.snapshot_and_truncate().await.unwrap();
-    m.propose(Command::CreateTopic { name: "b".into(), partitions: 1, config: Default::default() }).await.unwrap();
+    m.propose(Command::CreateTopic {
+        name: "b".into(),
+        partitions: 1,
+        config: Default::default(),
+    })
+    .await
+    .unwrap();
     let s2 = m.snapshot_and_truncate().await.unwrap();
     assert!(s2 > s1);
     // Entries below the first snapshot are gone.
     assert!(log.read_from(LogIndex(1), 10).await.unwrap().is_empty());
-    let fresh = Meta::open(log.clone(), NodeId::new("n2"), MetaConfig::default()).await.unwrap();
+    let fresh = Meta::open(log.clone(), NodeId::new("n2"), MetaConfig::default())
+        .await
+        .unwrap();
     assert_eq!(*fresh.view(), *m.view());
 }
 
@@ -92,21 +140,79 @@ async fn a_proposal_on_a_truncated_index_is_not_applied() {
     let log = MemoryLog::new();
     let dyn_log: DynLog = Arc::new(log.clone());
     let m = registered(&dyn_log, "n1").await;
-    // Simulate a node that lags: write entries 2..=5 behind its back, then
-    // snapshot and truncate them away, freeing index 2.
-    let e = m.me().epoch.unwrap();
-    let hb = LogEntry {
-        proposer: m.me(),
-        proposal_id: 1,
-        commands: vec![Command::Heartbeat { node: NodeId::new("n1"), epoch: e }],
+    // A node that lags: it never polls on its own.
+    let slow = MetaConfig {
+        poll_interval: Duration::from_secs(3600),
+        ..MetaConfig::default()
     };
-    let lagging = Meta::open(dyn_log.clone(), NodeId::new("n2"), MetaConfig::default()).await.unwrap();
-    for i in 2..=5 {
-        log.append_at(LogIndex(i), Bytes::from(encode_entry(&hb))).await.unwrap();
+    let lagging = Meta::open(dyn_log.clone(), NodeId::new("n2"), slow).await.unwrap();
+    assert_eq!(lagging.applied(), LogIndex(1));
+    for name in ["a", "b", "c", "d"] {
+        m.propose(Command::CreateTopic {
+            name: name.into(),
+            partitions: 1,
+            config: Default::default(),
+        })
+        .await
+        .unwrap();
     }
-    m.wait_for(LogIndex(5)).await;
-    log.put_snapshot(LogIndex(5), Bytes::from(encode_snapshot(&m.view()))).await.unwrap();
+    // Snapshot at 5 and truncate everything below it, freeing index 2.
+    log.put_snapshot(LogIndex(5), Bytes::from(encode_snapshot(&m.view())))
+        .await
+        .unwrap();
     log.truncate_before(LogIndex(6)).await.unwrap();
-    let _ = lagging; // it already applied index 1 only when opened; its next append must not be trusted
-    assert!(log.read_from(LogIndex(1), 10).await.unwrap().is_empty());
+    let out = lagging.propose(register_cmd("n2")).await;
+    assert!(matches!(out, Err(MetaError::Unavailable(_))), "{out:?}");
+    // It reloaded the snapshot instead of applying its orphan entry.
+    assert_eq!(lagging.applied(), LogIndex(5));
+    assert!(lagging.view().topics.contains_key("d"));
+    assert!(!lagging.view().nodes.contains_key(&NodeId::new("n2")));
+}
+
+#[tokio::test]
+async fn ambiguous_and_failed_appends_apply_each_command_exactly_once() {
+    use crate::meta::store_log::StoreLog;
+    use crate::store::{FaultConfig, FaultyStore, MemoryStore};
+    let faults = FaultConfig {
+        seed: 7,
+        error_rate: 0.1,
+        slowdown_rate: 0.05,
+        conflict_rate: 0.05,
+        lost_reply_rate: 0.2,
+        ..FaultConfig::default()
+    };
+    let store = FaultyStore::new(Arc::new(MemoryStore::new()), faults);
+    let log: DynLog = Arc::new(StoreLog::new(Arc::new(store.clone()), ""));
+    let a = registered(&log, "a").await;
+    let b = registered(&log, "b").await;
+    let mut tasks = Vec::new();
+    // Sequential proposals per node, so each is its own append.
+    for (k, m) in [a.clone(), b.clone()].into_iter().enumerate() {
+        tasks.push(tokio::spawn(async move {
+            let mut outs = Vec::new();
+            for i in 0..15 {
+                let cmd = Command::CreateTopic {
+                    name: format!("t{k}-{i}"),
+                    partitions: 1,
+                    config: Default::default(),
+                };
+                outs.push(m.propose(cmd).await.unwrap());
+            }
+            outs
+        }));
+    }
+    for t in tasks {
+        for out in t.await.unwrap() {
+            assert!(matches!(out, Outcome::TopicCreated(_)), "{out:?}");
+        }
+    }
+    assert!(
+        store.stats().lost_replies > 0,
+        "the test must exercise ambiguous appends"
+    );
+    let end = a.applied().max(b.applied());
+    a.wait_for(end).await;
+    b.wait_for(end).await;
+    assert_eq!(a.view().topics.len(), 30);
+    assert_eq!(*a.view(), *b.view());
 }
