@@ -51,9 +51,11 @@ pub enum MetaError {
     Stopped,
 }
 
+type Reply = oneshot::Sender<Result<Vec<Outcome>, MetaError>>;
+
 struct Proposal {
     commands: Vec<Command>,
-    reply: oneshot::Sender<Result<Vec<Outcome>, MetaError>>,
+    reply: Reply,
 }
 
 struct Shared {
@@ -243,7 +245,7 @@ struct Core {
 
 struct Pending {
     proposal_id: u64,
-    callers: Vec<(usize, oneshot::Sender<Result<Vec<Outcome>, MetaError>>)>,
+    callers: Vec<(usize, Reply)>,
 }
 
 impl Core {

@@ -157,9 +157,8 @@ async fn a_proposal_on_a_truncated_index_is_not_applied() {
         .unwrap();
     }
     // Snapshot at 5 and truncate everything below it, freeing index 2.
-    log.put_snapshot(LogIndex(5), Bytes::from(encode_snapshot(&m.view())))
-        .await
-        .unwrap();
+    let snapshot = Bytes::from(encode_snapshot(&m.view()));
+    log.put_snapshot(LogIndex(5), snapshot).await.unwrap();
     log.truncate_before(LogIndex(6)).await.unwrap();
     let out = lagging.propose(register_cmd("n2")).await;
     assert!(matches!(out, Err(MetaError::Unavailable(_))), "{out:?}");
