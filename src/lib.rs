@@ -5,4 +5,7 @@
 //!
 //! - [`ids`]: newtypes for every number that fences or orders.
 //! - [`store`]: the object-store trait and its backends.
+pub mod format;
 pub mod ids;
+pub mod stream;
+pub mod wal;
