@@ -83,9 +83,10 @@ pub struct Segment {
     pub entries: Vec<WalEntry>,
 }
 
-/// Written at a segment key to stop `fenced_node` at `fenced_epoch` from ever
-/// writing segment `seq` or later, recording who fenced it and at which
-/// metadata-log index.
+/// Written with create-if-absent at the key of segment `seq` of `fenced_node`
+/// at `fenced_epoch`, so that incarnation's own upload of that segment fails.
+/// Records who fenced it (`holder` at `holder_epoch`) and the metadata-log
+/// index that authorised it, so the fencing can be audited from the store.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FenceMarker {
     pub fenced_node: NodeId,
