@@ -6,9 +6,15 @@
 //! - [`ids`]: newtypes for every number that fences or orders.
 //! - [`store`]: the object-store trait and its backends (memory, local
 //!   filesystem, fault injection).
+//! - [`format`]: bounded decoding shared by every stored format.
 //! - [`meta`]: the metadata log, the view and its pure `apply`, the proposer.
+//! - [`wal`]: segments, the group-commit writer, takeover and replay.
+//! - [`stream`]: record batches, per-stream buffers, data objects, reads.
 //! - [`telemetry`]: logs and Prometheus metrics.
+pub mod format;
 pub mod ids;
 pub mod meta;
 pub mod store;
+pub mod stream;
 pub mod telemetry;
+pub mod wal;
