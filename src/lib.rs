@@ -18,3 +18,4 @@ pub mod store;
 pub mod stream;
 pub mod telemetry;
 pub mod wal;
+pub mod api;

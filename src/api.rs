@@ -1,0 +1,221 @@
+//! The operations a front door (HTTP today, Kafka and Durable Streams later)
+//! asks of a node, and the public error kinds they map to.
+//!
+//! Every module's own errors are mapped to [`ApiError`] in one place (here
+//! and in `node`), and each front door maps [`ErrorCode`] to its status codes
+//! or protocol error codes.
+
+use crate::ids::{NodeEpoch, Offset, StreamEpoch};
+use crate::meta::TopicConfig;
+use crate::stream::batch::Record;
+use async_trait::async_trait;
+use serde::Serialize;
+use std::time::Duration;
+
+/// The public error kinds. Each says what a caller should do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// The request is malformed: fix it; retrying the same request fails again.
+    InvalidRequest,
+    InvalidTopicName,
+    InvalidPartitionCount,
+    InvalidOffset,
+    InvalidJson,
+    /// No or bad credentials.
+    Unauthenticated,
+    /// The credentials lack the scope.
+    Forbidden,
+    TopicNotFound,
+    PartitionNotFound,
+    TokenNotFound,
+    NotFound,
+    /// Creating something that exists.
+    TopicExists,
+    RecordTooLarge,
+    RequestTooLarge,
+    /// Below the start offset or past the end.
+    OffsetOutOfRange,
+    /// Back-pressure: retry after a pause.
+    Throttled,
+    /// Stream moving, node fenced or shutting down, metadata store down:
+    /// retry, possibly on another node.
+    Unavailable,
+    /// A bug or corrupt stored data; not retryable.
+    Internal,
+}
+
+impl ErrorCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::InvalidRequest => "invalid_request",
+            ErrorCode::InvalidTopicName => "invalid_topic_name",
+            ErrorCode::InvalidPartitionCount => "invalid_partition_count",
+            ErrorCode::InvalidOffset => "invalid_offset",
+            ErrorCode::InvalidJson => "invalid_json",
+            ErrorCode::Unauthenticated => "unauthenticated",
+            ErrorCode::Forbidden => "forbidden",
+            ErrorCode::TopicNotFound => "topic_not_found",
+            ErrorCode::PartitionNotFound => "partition_not_found",
+            ErrorCode::TokenNotFound => "token_not_found",
+            ErrorCode::NotFound => "not_found",
+            ErrorCode::TopicExists => "topic_exists",
+            ErrorCode::RecordTooLarge => "record_too_large",
+            ErrorCode::RequestTooLarge => "request_too_large",
+            ErrorCode::OffsetOutOfRange => "offset_out_of_range",
+            ErrorCode::Throttled => "throttled",
+            ErrorCode::Unavailable => "unavailable",
+            ErrorCode::Internal => "internal",
+        }
+    }
+
+    pub fn retryable(self) -> bool {
+        matches!(self, ErrorCode::Throttled | ErrorCode::Unavailable)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}: {message}", code.as_str())]
+pub struct ApiError {
+    pub code: ErrorCode,
+    pub message: String,
+    /// For `offset_out_of_range`: the stream's current start offset.
+    pub start_offset: Option<Offset>,
+}
+
+impl ApiError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self { code, message: message.into(), start_offset: None }
+    }
+
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::Unavailable, message)
+    }
+
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::InvalidRequest, message)
+    }
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TopicSummary {
+    pub name: String,
+    pub partitions: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PartitionInfo {
+    pub partition: u32,
+    pub owner: Option<String>,
+    pub stream_epoch: StreamEpoch,
+    pub state: String,
+    pub start_offset: Offset,
+    /// The high watermark where the owner is this node, else the committed end.
+    pub end_offset: Offset,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TopicDescription {
+    pub name: String,
+    pub partitions: u32,
+    pub config: TopicConfig,
+    pub partition_info: Vec<PartitionInfo>,
+}
+
+/// Where an append landed: consecutive offsets from `base`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Appended {
+    pub base: Offset,
+    pub count: u32,
+}
+
+/// Where a read starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadFrom {
+    /// The stream's start offset.
+    Start,
+    /// The high watermark (`offset=-1`).
+    End,
+    At(Offset),
+}
+
+#[derive(Debug, Clone)]
+pub struct ReadRequest {
+    pub from: ReadFrom,
+    /// At most this many records (≥ 1).
+    pub limit: usize,
+    /// At most about this many bytes of values, keys and headers; the first
+    /// record is returned even if larger.
+    pub max_bytes: usize,
+    /// Long poll: wait up to this long for records when none are available.
+    pub wait: Duration,
+}
+
+#[derive(Debug, Clone)]
+pub struct ReadResult {
+    pub records: Vec<(Offset, Record)>,
+    pub next_offset: Offset,
+    pub high_watermark: Offset,
+    pub start_offset: Offset,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReadyStatus {
+    pub ready: bool,
+    pub node_id: String,
+    pub epoch: NodeEpoch,
+    pub fenced: bool,
+    pub lease_holder: bool,
+    /// Why not ready: `starting`, `draining`, `fenced`, `shutting_down`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NodeInfo {
+    pub node_id: String,
+    pub epoch: NodeEpoch,
+    pub heartbeats: u64,
+    pub fenced: bool,
+    pub live: bool,
+    pub draining: bool,
+    pub http_addr: String,
+    pub kafka_addr: String,
+    pub open_streams: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NodesInfo {
+    pub lease_holder: Option<String>,
+    pub nodes: Vec<NodeInfo>,
+}
+
+/// Limits a front door enforces before calling the engine.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub max_record_bytes: usize,
+    pub max_request_bytes: usize,
+    pub max_wait: Duration,
+}
+
+/// What a node does for its front doors.
+#[async_trait]
+pub trait Engine: Send + Sync + 'static {
+    fn limits(&self) -> Limits;
+    async fn create_topic(&self, name: &str, partitions: u32, config: TopicConfig) -> ApiResult<TopicSummary>;
+    fn list_topics(&self) -> Vec<TopicSummary>;
+    fn describe_topic(&self, name: &str) -> ApiResult<TopicDescription>;
+    async fn delete_topic(&self, name: &str) -> ApiResult<()>;
+    /// Number of partitions of a topic (`topic_not_found` otherwise).
+    fn partitions(&self, topic: &str) -> ApiResult<u32>;
+    /// Append records to one partition atomically; returns once every record
+    /// is durable.
+    async fn append(&self, topic: &str, partition: u32, records: Vec<Record>) -> ApiResult<Appended>;
+    async fn read(&self, topic: &str, partition: u32, req: ReadRequest) -> ApiResult<ReadResult>;
+    fn ready(&self) -> ReadyStatus;
+    fn nodes(&self) -> NodesInfo;
+    /// Resolves when live reads must end (shutdown step 3).
+    async fn live_reads_ended(&self);
+}
