@@ -11,6 +11,7 @@
 //! - [`wal`]: segments, the group-commit writer, takeover and replay.
 //! - [`stream`]: record batches, per-stream buffers, data objects, reads.
 //! - [`telemetry`]: logs and Prometheus metrics.
+pub mod api;
 pub mod format;
 pub mod ids;
 pub mod meta;
@@ -18,4 +19,3 @@ pub mod store;
 pub mod stream;
 pub mod telemetry;
 pub mod wal;
-pub mod api;

@@ -1,0 +1,172 @@
+use super::*;
+use crate::ids::TopicId;
+use crate::store::MemoryStore;
+use crate::stream::batch::{encode_batch, Record};
+use crate::wal::{WalConfig, WalError, WalWriter};
+use std::sync::Arc;
+
+fn sid(p: u32) -> StreamId {
+    StreamId::new(TopicId(1), p)
+}
+
+fn entry(p: u32, se: u64, base: u64, n: u32) -> WalEntry {
+    let records: Vec<Record> = (0..n)
+        .map(|_| Record {
+            timestamp_ms: 5,
+            key: None,
+            value: Some(bytes::Bytes::from_static(b"x")),
+            headers: vec![],
+        })
+        .collect();
+    WalEntry {
+        stream: sid(p),
+        stream_epoch: StreamEpoch(se),
+        base_offset: Offset(base),
+        record_count: n,
+        max_timestamp: 5,
+        producer: None,
+        batch: encode_batch(Offset(base), &records),
+    }
+}
+
+fn fencer() -> Fencer {
+    Fencer {
+        holder: NodeId::new("n2"),
+        holder_epoch: NodeEpoch(1),
+        log_index: LogIndex(4),
+    }
+}
+
+#[tokio::test]
+async fn takeover_fences_at_the_first_missing_seq_and_reads_everything_below() {
+    let store: DynStore = Arc::new(MemoryStore::new());
+    let node = NodeId::new("n1");
+    let w = WalWriter::start(
+        store.clone(),
+        node.clone(),
+        NodeEpoch(1),
+        WalConfig {
+            linger: Duration::ZERO,
+            segment_bytes: 1,
+            max_inflight: 1,
+        },
+    );
+    for i in 0..3 {
+        w.append(entry(0, 1, i, 1)).unwrap().await.unwrap().unwrap();
+    }
+    let fenced = fence_and_read(&store, &node, NodeEpoch(1), &fencer()).await.unwrap();
+    assert_eq!(fenced.fence_seq, SegmentSeq(3));
+    assert_eq!(fenced.segments.len(), 3);
+    // The zombie writer can no longer make anything durable.
+    let res = w.append(entry(0, 1, 3, 1)).unwrap().await.unwrap();
+    assert!(matches!(res, Err(WalError::Fenced(_))));
+    // Redoing the takeover finds the same marker and the same segments.
+    let again = fence_and_read(&store, &node, NodeEpoch(1), &fencer()).await.unwrap();
+    assert_eq!((again.fence_seq, again.segments.len()), (SegmentSeq(3), 3));
+}
+
+#[tokio::test]
+async fn takeover_of_a_wal_truncated_from_the_front_starts_at_the_lowest_segment() {
+    let store: DynStore = Arc::new(MemoryStore::new());
+    let node = NodeId::new("n1");
+    let w = WalWriter::start(
+        store.clone(),
+        node.clone(),
+        NodeEpoch(1),
+        WalConfig {
+            linger: Duration::ZERO,
+            segment_bytes: 1,
+            max_inflight: 1,
+        },
+    );
+    for i in 0..4 {
+        w.append(entry(0, 1, i, 1)).unwrap().await.unwrap().unwrap();
+    }
+    w.truncate(|_, end| end <= Offset(2)).await;
+    let fenced = fence_and_read(&store, &node, NodeEpoch(1), &fencer()).await.unwrap();
+    assert_eq!(fenced.fence_seq, SegmentSeq(4));
+    assert_eq!(fenced.segments.iter().map(|s| s.seq.0).collect::<Vec<_>>(), vec![2, 3]);
+}
+
+#[tokio::test]
+async fn takeover_of_an_empty_wal_fences_seq_zero() {
+    let store: DynStore = Arc::new(MemoryStore::new());
+    let node = NodeId::new("n1");
+    let fenced = fence_and_read(&store, &node, NodeEpoch(1), &fencer()).await.unwrap();
+    assert_eq!(fenced.fence_seq, SegmentSeq(0));
+    assert!(fenced.segments.is_empty());
+    assert!(store
+        .get("wal/n1/1/00000000000000000000", None)
+        .await
+        .unwrap()
+        .is_some());
+}
+
+fn seg(seq: u64, entries: Vec<WalEntry>) -> Segment {
+    Segment {
+        node: NodeId::new("n1"),
+        epoch: NodeEpoch(1),
+        seq: SegmentSeq(seq),
+        entries,
+    }
+}
+
+#[test]
+fn replay_keeps_the_dead_epochs_records_above_the_committed_end() {
+    let segments = vec![
+        seg(0, vec![entry(0, 1, 0, 2), entry(1, 1, 0, 1)]),
+        seg(1, vec![entry(0, 1, 2, 3), entry(2, 1, 0, 4)]),
+        seg(2, vec![entry(0, 1, 5, 1)]),
+    ];
+    let streams = BTreeMap::from([
+        (
+            sid(0),
+            Recovering {
+                stream_epoch: StreamEpoch(1),
+                committed_end: Offset(2),
+            },
+        ),
+        (
+            sid(1),
+            Recovering {
+                stream_epoch: StreamEpoch(2),
+                committed_end: Offset(0),
+            },
+        ),
+    ]);
+    let tails = replay(&segments, &streams).unwrap();
+    let s0: Vec<(u64, u64)> = tails[&sid(0)]
+        .iter()
+        .map(|e| (e.base_offset.0, e.end_offset().0))
+        .collect();
+    assert_eq!(s0, vec![(2, 5), (5, 6)]);
+    assert!(
+        !tails.contains_key(&sid(1)),
+        "entries of an earlier stream epoch are not replayed"
+    );
+    assert!(!tails.contains_key(&sid(2)), "streams not being recovered are ignored");
+}
+
+#[test]
+fn replay_stops_loudly_at_a_gap() {
+    let segments = vec![seg(0, vec![entry(0, 1, 0, 2)]), seg(1, vec![entry(0, 1, 3, 1)])];
+    let streams = BTreeMap::from([(
+        sid(0),
+        Recovering {
+            stream_epoch: StreamEpoch(1),
+            committed_end: Offset(0),
+        },
+    )]);
+    let err = replay(&segments, &streams).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            TakeoverError::Gap {
+                expected: Offset(2),
+                found: Offset(3),
+                ..
+            }
+        ),
+        "{err}"
+    );
+}

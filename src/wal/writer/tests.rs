@@ -1,0 +1,215 @@
+use super::*;
+use crate::ids::{StreamEpoch, TopicId};
+use crate::store::{FaultConfig, FaultyStore, MemoryStore};
+use crate::stream::batch::{encode_batch, Record};
+
+fn entry(stream: u32, base: u64, n: u32) -> WalEntry {
+    let records: Vec<Record> = (0..n)
+        .map(|i| Record {
+            timestamp_ms: 1,
+            key: None,
+            value: Some(bytes::Bytes::from(format!("v{}", base + u64::from(i)))),
+            headers: vec![],
+        })
+        .collect();
+    WalEntry {
+        stream: StreamId::new(TopicId(1), stream),
+        stream_epoch: StreamEpoch(1),
+        base_offset: Offset(base),
+        record_count: n,
+        max_timestamp: 1,
+        producer: None,
+        batch: encode_batch(Offset(base), &records),
+    }
+}
+
+fn writer(store: DynStore, config: WalConfig) -> WalWriter {
+    WalWriter::start(store, NodeId::new("n1"), NodeEpoch(1), config)
+}
+
+async fn segments(store: &DynStore) -> Vec<Segment> {
+    let mut out = Vec::new();
+    for o in store.list("wal/n1/1/").await.unwrap() {
+        let bytes = store.get(&o.key, None).await.unwrap().unwrap();
+        if let WalObject::Segment(s) = decode_wal_object(&o.key, &bytes).unwrap() {
+            out.push(s);
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn an_append_is_acknowledged_once_its_segment_is_stored() {
+    let store: DynStore = Arc::new(MemoryStore::new());
+    let w = writer(store.clone(), WalConfig::default());
+    let seq = w.append(entry(0, 0, 3)).unwrap().await.unwrap().unwrap();
+    assert_eq!(seq, SegmentSeq(0));
+    let segs = segments(&store).await;
+    assert_eq!(segs.len(), 1);
+    assert_eq!(segs[0].entries[0].record_count, 3);
+}
+
+#[tokio::test]
+async fn concurrent_appends_batch_into_few_segments_with_dense_seqs() {
+    let inner: DynStore = Arc::new(MemoryStore::new());
+    let slow = FaultyStore::new(
+        inner.clone(),
+        FaultConfig {
+            latency_ms: (5, 10),
+            ..FaultConfig::default()
+        },
+    );
+    let w = writer(Arc::new(slow), WalConfig::default());
+    let acks: Vec<_> = (0..200)
+        .map(|i| w.append(entry(i % 4, u64::from(i / 4), 1)).unwrap())
+        .collect();
+    for a in acks {
+        a.await.unwrap().unwrap();
+    }
+    let segs = segments(&inner).await;
+    assert!(segs.len() < 50, "200 appends took {} segments", segs.len());
+    for (i, s) in segs.iter().enumerate() {
+        assert_eq!(s.seq, SegmentSeq(i as u64), "seqs are dense from 0");
+    }
+    assert_eq!(segs.iter().map(|s| s.entries.len()).sum::<usize>(), 200);
+}
+
+#[tokio::test]
+async fn acknowledgements_are_released_in_seq_order() {
+    let inner: DynStore = Arc::new(MemoryStore::new());
+    let jittery = FaultyStore::new(
+        inner,
+        FaultConfig {
+            seed: 3,
+            latency_ms: (1, 40),
+            ..FaultConfig::default()
+        },
+    );
+    let w = writer(
+        Arc::new(jittery),
+        WalConfig {
+            linger: Duration::ZERO,
+            segment_bytes: 1,
+            max_inflight: 4,
+        },
+    );
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let mut tasks = Vec::new();
+    for i in 0..40u64 {
+        let rx = w.append(entry(0, i, 1)).unwrap();
+        let order = order.clone();
+        tasks.push(tokio::spawn(async move {
+            let seq = rx.await.unwrap().unwrap();
+            order.lock().unwrap().push(seq);
+        }));
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let order = order.lock().unwrap().clone();
+    let mut sorted = order.clone();
+    sorted.sort();
+    assert_eq!(order, sorted, "acks never overtake an earlier segment");
+}
+
+#[tokio::test]
+async fn failed_and_ambiguous_puts_are_retried_with_the_same_key_and_bytes() {
+    let inner: DynStore = Arc::new(MemoryStore::new());
+    let faults = FaultConfig {
+        seed: 11,
+        error_rate: 0.2,
+        slowdown_rate: 0.1,
+        conflict_rate: 0.1,
+        lost_reply_rate: 0.3,
+        ..FaultConfig::default()
+    };
+    let faulty = FaultyStore::new(inner.clone(), faults);
+    let w = writer(
+        Arc::new(faulty.clone()),
+        WalConfig {
+            linger: Duration::ZERO,
+            segment_bytes: 1,
+            max_inflight: 4,
+        },
+    );
+    // Pairs of appends: one PUT per pair, many PUTs in all.
+    for i in 0..30u64 {
+        let a = w.append(entry(0, 2 * i, 1)).unwrap();
+        let b = w.append(entry(0, 2 * i + 1, 1)).unwrap();
+        a.await.unwrap().unwrap();
+        b.await.unwrap().unwrap();
+    }
+    let stats = faulty.stats();
+    assert!(stats.lost_replies > 0 && stats.errors > 0, "{stats:?}");
+    let segs = segments(&inner).await;
+    let offsets: Vec<u64> = segs
+        .iter()
+        .flat_map(|s| s.entries.iter().map(|e| e.base_offset.0))
+        .collect();
+    assert_eq!(
+        offsets,
+        (0..60).collect::<Vec<_>>(),
+        "every entry exactly once, in order"
+    );
+}
+
+#[tokio::test]
+async fn a_fence_marker_stops_the_writer_and_fails_pending_appends() {
+    use crate::wal::segment::{encode_fence_marker, FenceMarker};
+    let store: DynStore = Arc::new(MemoryStore::new());
+    let w = writer(store.clone(), WalConfig::default());
+    w.append(entry(0, 0, 1)).unwrap().await.unwrap().unwrap();
+    let marker = FenceMarker {
+        fenced_node: NodeId::new("n1"),
+        fenced_epoch: NodeEpoch(1),
+        seq: SegmentSeq(1),
+        holder: NodeId::new("n2"),
+        holder_epoch: NodeEpoch(1),
+        log_index: crate::ids::LogIndex(9),
+    };
+    store
+        .put_if_absent(
+            &segment_key(&NodeId::new("n1"), NodeEpoch(1), SegmentSeq(1)),
+            encode_fence_marker(&marker),
+        )
+        .await
+        .unwrap();
+    let res = w.append(entry(0, 1, 1)).unwrap().await.unwrap();
+    assert!(matches!(res, Err(WalError::Fenced(_))), "{res:?}");
+    assert!(w.is_fenced());
+    assert!(w.append(entry(0, 2, 1)).is_err());
+    // Nothing of ours was written over the marker.
+    assert_eq!(segments(&store).await.len(), 1);
+}
+
+#[tokio::test]
+async fn truncation_deletes_committed_segments_but_keeps_the_newest() {
+    let store: DynStore = Arc::new(MemoryStore::new());
+    let w = writer(
+        store.clone(),
+        WalConfig {
+            linger: Duration::ZERO,
+            segment_bytes: 1,
+            max_inflight: 1,
+        },
+    );
+    for i in 0..5u64 {
+        w.append(entry(0, i, 1)).unwrap().await.unwrap().unwrap();
+    }
+    assert_eq!(w.retained_segments(), 5);
+    // Records below 3 are committed: segments 0..=2 may go.
+    let deleted = w.truncate(|_, end| end <= Offset(3)).await;
+    assert_eq!(deleted, 3);
+    // Everything committed: all but the newest go.
+    let deleted = w.truncate(|_, _| true).await;
+    assert_eq!(deleted, 1);
+    let left: Vec<_> = store
+        .list("wal/n1/1/")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|o| o.key)
+        .collect();
+    assert_eq!(left, vec![segment_key(&NodeId::new("n1"), NodeEpoch(1), SegmentSeq(4))]);
+}
