@@ -12,6 +12,7 @@
 //! - [`stream`]: record batches, per-stream buffers, data objects, reads.
 //! - [`telemetry`]: logs and Prometheus metrics.
 pub mod api;
+pub mod config;
 pub mod format;
 pub mod ids;
 pub mod meta;

@@ -1,2 +1,7 @@
+//! Streams: the record batch format, the per-stream sequencer and tail, the
+//! memory budget, data objects, and reads of committed records.
 pub mod batch;
+pub mod budget;
 pub mod dataobj;
+pub mod partition;
+pub mod reader;

@@ -1,0 +1,357 @@
+//! Every flag of `sluice serve`, its environment variable, its default, and
+//! the validation that runs once at startup, before anything is opened.
+
+use clap::Args;
+use std::time::Duration;
+
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Stable identity of this node across restarts (default: the host name).
+    #[arg(long, env = "SLUICE_NODE_ID")]
+    pub node_id: Option<String>,
+
+    /// Root directory for the file:// defaults of the stores below.
+    #[arg(long, env = "SLUICE_DATA_DIR", default_value = "./sluice-data")]
+    pub data_dir: String,
+
+    /// Where data objects live: file:///PATH or memory:// (s3:// arrives with the AWS backends).
+    /// Default: file://<data-dir>/objects.
+    #[arg(long, env = "SLUICE_OBJECT_STORE")]
+    pub object_store: Option<String>,
+
+    /// Where WAL segments live (default: the object store).
+    #[arg(long, env = "SLUICE_WAL_STORE")]
+    pub wal_store: Option<String>,
+
+    /// The metadata log: file:///PATH, memory:// (default: file://<data-dir>/meta).
+    #[arg(long, env = "SLUICE_METADATA")]
+    pub metadata: Option<String>,
+
+    /// HTTP listener.
+    #[arg(long, env = "SLUICE_HTTP_ADDR", default_value = "0.0.0.0:8080")]
+    pub http_addr: String,
+
+    /// Kafka listener (the Kafka protocol arrives in a later release; the address is advertised).
+    #[arg(long, env = "SLUICE_KAFKA_ADDR", default_value = "0.0.0.0:9092")]
+    pub kafka_addr: String,
+
+    /// HTTP address other nodes and clients use to reach this node (default: the listener's).
+    #[arg(long, env = "SLUICE_ADVERTISED_HTTP_ADDR")]
+    pub advertised_http_addr: Option<String>,
+
+    /// Kafka address advertised in metadata (default: the listener's).
+    #[arg(long, env = "SLUICE_ADVERTISED_KAFKA_ADDR")]
+    pub advertised_kafka_addr: Option<String>,
+
+    /// Seconds between heartbeats proposed to the metadata log.
+    #[arg(long, env = "SLUICE_HEARTBEAT_INTERVAL_SEC", default_value_t = 5)]
+    pub heartbeat_interval_sec: u64,
+
+    /// A node silent this long (counted in the lease holder's heartbeats) is fenced.
+    #[arg(long, env = "SLUICE_NODE_TIMEOUT_SEC", default_value_t = 30)]
+    pub node_timeout_sec: u64,
+
+    /// A lease holder silent this long loses the lease (default: half the node timeout).
+    #[arg(long, env = "SLUICE_LEASE_TIMEOUT_SEC")]
+    pub lease_timeout_sec: Option<u64>,
+
+    /// Seconds between failing readiness and ending live reads on shutdown.
+    #[arg(long, env = "SLUICE_SHUTDOWN_DRAIN_SEC", default_value_t = 5)]
+    pub shutdown_drain_sec: u64,
+
+    /// Seconds in-flight requests get to finish on shutdown.
+    #[arg(long, env = "SLUICE_SHUTDOWN_TIMEOUT_SEC", default_value_t = 30)]
+    pub shutdown_timeout_sec: u64,
+
+    /// Milliseconds a WAL segment may wait for more appends while a PUT is in flight.
+    #[arg(long, env = "SLUICE_WAL_LINGER_MS", default_value_t = 5)]
+    pub wal_linger_ms: u64,
+
+    /// A WAL segment is cut when it reaches this many bytes.
+    #[arg(long, env = "SLUICE_WAL_SEGMENT_BYTES", default_value_t = 8 << 20)]
+    pub wal_segment_bytes: usize,
+
+    /// WAL PUTs in flight at once.
+    #[arg(long, env = "SLUICE_WAL_MAX_INFLIGHT", default_value_t = 4)]
+    pub wal_max_inflight: usize,
+
+    /// A stream's tail is flushed to a data object at this many bytes.
+    #[arg(long, env = "SLUICE_FLUSH_BYTES", default_value_t = 8 << 20)]
+    pub flush_bytes: usize,
+
+    /// ... or when its oldest unflushed record is this many seconds old.
+    #[arg(long, env = "SLUICE_FLUSH_INTERVAL_SEC", default_value_t = 10)]
+    pub flush_interval_sec: u64,
+
+    /// Appends are refused (HTTP 429, retryable) while this many bytes are buffered.
+    #[arg(long, env = "SLUICE_MAX_BUFFERED_BYTES", default_value_t = 512 << 20)]
+    pub max_buffered_bytes: usize,
+
+    /// Bytes of data-object chunks cached for reads.
+    #[arg(long, env = "SLUICE_READ_CACHE_BYTES", default_value_t = 256 << 20)]
+    pub read_cache_bytes: usize,
+
+    /// Largest record (key + value + headers) accepted.
+    #[arg(long, env = "SLUICE_MAX_RECORD_BYTES", default_value_t = 1 << 20)]
+    pub max_record_bytes: usize,
+
+    /// Largest request body accepted.
+    #[arg(long, env = "SLUICE_MAX_REQUEST_BYTES", default_value_t = 8 << 20)]
+    pub max_request_bytes: usize,
+
+    /// Longest long poll a client may ask for, in milliseconds.
+    #[arg(long, env = "SLUICE_MAX_WAIT_MS", default_value_t = 30_000)]
+    pub max_wait_ms: u64,
+
+    /// Milliseconds between polls of the metadata log for other nodes' entries.
+    #[arg(long, env = "SLUICE_META_POLL_MS", default_value_t = 100)]
+    pub meta_poll_ms: u64,
+
+    /// Log line format: text or json.
+    #[arg(long, env = "SLUICE_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
+    pub log_format: String,
+}
+
+/// Validated configuration with every default resolved.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub node_id: String,
+    pub object_store: String,
+    pub wal_store: String,
+    pub metadata: String,
+    pub http_addr: String,
+    pub kafka_addr: String,
+    pub advertised_http_addr: String,
+    pub advertised_kafka_addr: String,
+    pub heartbeat_interval: Duration,
+    pub node_timeout_heartbeats: u64,
+    pub lease_timeout_heartbeats: u64,
+    pub shutdown_drain: Duration,
+    pub shutdown_timeout: Duration,
+    pub wal_linger: Duration,
+    pub wal_segment_bytes: usize,
+    pub wal_max_inflight: usize,
+    pub flush_bytes: usize,
+    pub flush_interval: Duration,
+    pub max_buffered_bytes: usize,
+    pub read_cache_bytes: usize,
+    pub max_record_bytes: usize,
+    pub max_request_bytes: usize,
+    pub max_wait: Duration,
+    pub meta_poll: Duration,
+    pub log_format: String,
+}
+
+fn file_url(dir: &str, sub: &str) -> String {
+    let path = std::path::Path::new(dir).join(sub);
+    let abs = if path.is_absolute() {
+        path
+    } else {
+        std::env::current_dir().map(|d| d.join(&path)).unwrap_or(path)
+    };
+    format!("file://{}", abs.display())
+}
+
+fn advertised(listener: &str, host: &str) -> String {
+    match listener.rsplit_once(':') {
+        Some(("0.0.0.0" | "[::]" | "", port)) => format!("{host}:{port}"),
+        _ => listener.to_string(),
+    }
+}
+
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "localhost".to_string())
+}
+
+impl ServeArgs {
+    /// Resolve defaults and check every combination. The error is one line
+    /// naming the flags involved.
+    pub fn validate(&self) -> Result<Config, String> {
+        let hb = self.heartbeat_interval_sec;
+        if hb == 0 {
+            return Err("--heartbeat-interval-sec must be at least 1".into());
+        }
+        if self.node_timeout_sec <= hb {
+            return Err(format!(
+                "--node-timeout-sec ({}) must be greater than --heartbeat-interval-sec ({hb})",
+                self.node_timeout_sec
+            ));
+        }
+        let lease = self.lease_timeout_sec.unwrap_or(self.node_timeout_sec / 2);
+        if lease <= hb || lease > self.node_timeout_sec {
+            return Err(format!(
+                "--lease-timeout-sec ({lease}) must be greater than --heartbeat-interval-sec ({hb}) and at most --node-timeout-sec ({})",
+                self.node_timeout_sec
+            ));
+        }
+        let node_id = self.node_id.clone().unwrap_or_else(host_name);
+        crate::ids::NodeId::validate(&node_id).map_err(|e| format!("--node-id: {e}"))?;
+        for (flag, v) in [
+            ("--wal-segment-bytes", self.wal_segment_bytes),
+            ("--wal-max-inflight", self.wal_max_inflight),
+            ("--flush-bytes", self.flush_bytes),
+            ("--max-record-bytes", self.max_record_bytes),
+            ("--max-request-bytes", self.max_request_bytes),
+        ] {
+            if v == 0 {
+                return Err(format!("{flag} must be at least 1"));
+            }
+        }
+        if self.max_record_bytes > self.max_request_bytes {
+            return Err(format!(
+                "--max-record-bytes ({}) must not exceed --max-request-bytes ({})",
+                self.max_record_bytes, self.max_request_bytes
+            ));
+        }
+        if self.max_buffered_bytes < self.max_request_bytes {
+            return Err(format!(
+                "--max-buffered-bytes ({}) must be at least --max-request-bytes ({})",
+                self.max_buffered_bytes, self.max_request_bytes
+            ));
+        }
+        for (flag, addr) in [("--http-addr", &self.http_addr), ("--kafka-addr", &self.kafka_addr)] {
+            if addr.parse::<std::net::SocketAddr>().is_err() {
+                return Err(format!("{flag} {addr:?} is not an address like 0.0.0.0:8080"));
+            }
+        }
+        let object_store = self
+            .object_store
+            .clone()
+            .unwrap_or_else(|| file_url(&self.data_dir, "objects"));
+        let wal_store = self.wal_store.clone().unwrap_or_else(|| object_store.clone());
+        let metadata = self
+            .metadata
+            .clone()
+            .unwrap_or_else(|| file_url(&self.data_dir, "meta"));
+        for (flag, url) in [
+            ("--object-store", &object_store),
+            ("--wal-store", &wal_store),
+            ("--metadata", &metadata),
+        ] {
+            if !(url.starts_with("file:///") || url.starts_with("memory://")) {
+                return Err(format!("{flag} {url:?} must be file:///ABSOLUTE/PATH or memory://"));
+            }
+        }
+        let host = host_name();
+        Ok(Config {
+            node_id,
+            object_store,
+            wal_store,
+            metadata,
+            advertised_http_addr: self
+                .advertised_http_addr
+                .clone()
+                .unwrap_or_else(|| advertised(&self.http_addr, &host)),
+            advertised_kafka_addr: self
+                .advertised_kafka_addr
+                .clone()
+                .unwrap_or_else(|| advertised(&self.kafka_addr, &host)),
+            http_addr: self.http_addr.clone(),
+            kafka_addr: self.kafka_addr.clone(),
+            heartbeat_interval: Duration::from_secs(hb),
+            node_timeout_heartbeats: crate::meta::liveness::heartbeats_for(self.node_timeout_sec, hb),
+            lease_timeout_heartbeats: crate::meta::liveness::heartbeats_for(lease, hb),
+            shutdown_drain: Duration::from_secs(self.shutdown_drain_sec),
+            shutdown_timeout: Duration::from_secs(self.shutdown_timeout_sec),
+            wal_linger: Duration::from_millis(self.wal_linger_ms),
+            wal_segment_bytes: self.wal_segment_bytes,
+            wal_max_inflight: self.wal_max_inflight,
+            flush_bytes: self.flush_bytes,
+            flush_interval: Duration::from_secs(self.flush_interval_sec),
+            max_buffered_bytes: self.max_buffered_bytes,
+            read_cache_bytes: self.read_cache_bytes,
+            max_record_bytes: self.max_record_bytes,
+            max_request_bytes: self.max_request_bytes,
+            max_wait: Duration::from_millis(self.max_wait_ms),
+            meta_poll: Duration::from_millis(self.meta_poll_ms.max(1)),
+            log_format: self.log_format.clone(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        serve: ServeArgs,
+    }
+
+    fn parse(args: &[&str]) -> ServeArgs {
+        let mut all = vec!["sluice"];
+        all.extend_from_slice(args);
+        Cli::try_parse_from(all).unwrap().serve
+    }
+
+    #[test]
+    fn defaults_validate() {
+        let c = parse(&["--node-id", "n1"]).validate().unwrap();
+        assert_eq!(c.node_timeout_heartbeats, 6);
+        assert_eq!(c.lease_timeout_heartbeats, 3);
+        assert!(c.object_store.starts_with("file:///") && c.object_store.ends_with("sluice-data/objects"));
+        assert_eq!(c.wal_store, c.object_store);
+        assert!(c.metadata.ends_with("sluice-data/meta"));
+    }
+
+    #[test]
+    fn node_timeout_not_above_the_heartbeat_interval_is_refused() {
+        let err = parse(&["--node-id", "n1", "--node-timeout-sec", "5"])
+            .validate()
+            .unwrap_err();
+        assert_eq!(
+            err,
+            "--node-timeout-sec (5) must be greater than --heartbeat-interval-sec (5)"
+        );
+        assert!(parse(&["--node-id", "n1", "--node-timeout-sec", "3"])
+            .validate()
+            .is_err());
+    }
+
+    #[test]
+    fn lease_timeout_must_sit_between_the_interval_and_the_node_timeout() {
+        assert!(parse(&["--node-id", "n", "--lease-timeout-sec", "5"])
+            .validate()
+            .unwrap_err()
+            .contains("--lease-timeout-sec"));
+        assert!(parse(&["--node-id", "n", "--lease-timeout-sec", "31"])
+            .validate()
+            .is_err());
+        assert!(parse(&["--node-id", "n", "--lease-timeout-sec", "30"])
+            .validate()
+            .is_ok());
+    }
+
+    #[test]
+    fn bad_node_ids_and_urls_are_refused() {
+        assert!(parse(&["--node-id", "a/b"])
+            .validate()
+            .unwrap_err()
+            .starts_with("--node-id"));
+        assert!(parse(&["--node-id", "n", "--object-store", "s4://x"])
+            .validate()
+            .unwrap_err()
+            .starts_with("--object-store"));
+        assert!(parse(&["--node-id", "n", "--http-addr", "nope"])
+            .validate()
+            .unwrap_err()
+            .starts_with("--http-addr"));
+    }
+
+    #[test]
+    fn wildcard_listeners_advertise_the_host_name() {
+        let c = parse(&["--node-id", "n", "--http-addr", "127.0.0.1:18080"])
+            .validate()
+            .unwrap();
+        assert_eq!(c.advertised_http_addr, "127.0.0.1:18080");
+        let c = parse(&["--node-id", "n"]).validate().unwrap();
+        assert!(c.advertised_http_addr.ends_with(":8080") && !c.advertised_http_addr.starts_with("0.0.0.0"));
+    }
+}

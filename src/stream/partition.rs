@@ -1,0 +1,294 @@
+//! One open stream on its owner: the sequencer of offsets, the tail of
+//! records durable in the WAL but not yet in data objects, and the high
+//! watermark.
+//!
+//! Invariants: `committed_end <= high_watermark <= next`; the tail holds
+//! exactly the batches `committed_end..next`, in order and contiguous;
+//! nothing at or past the high watermark is ever served.
+
+use super::batch::{decode_records, encode_batch, Record};
+use super::budget::Budget;
+use crate::api::{ApiError, Appended, ErrorCode};
+use crate::ids::{Offset, StreamEpoch, StreamId};
+use crate::wal::segment::WalEntry;
+use crate::wal::WalWriter;
+use bytes::Bytes;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+#[derive(Debug, Clone)]
+pub struct TailBatch {
+    pub base: Offset,
+    pub end: Offset,
+    pub max_timestamp: i64,
+    pub bytes: Bytes,
+    /// Bytes reserved in the budget for this batch.
+    pub reserved: usize,
+    pub appended_at: Instant,
+}
+
+#[derive(Debug)]
+struct Inner {
+    next: Offset,
+    committed_end: Offset,
+    tail: VecDeque<TailBatch>,
+    accepting: bool,
+    /// End of a flush whose commit is in flight.
+    flushing_to: Option<Offset>,
+}
+
+/// Records ready to go into a data object: the durable, unflushed prefix.
+#[derive(Debug, Clone)]
+pub struct Flushable {
+    pub base: Offset,
+    pub end: Offset,
+    pub max_timestamp: i64,
+    pub parts: Vec<Bytes>,
+    pub bytes: usize,
+}
+
+#[derive(Debug)]
+pub struct OpenStream {
+    pub id: StreamId,
+    pub topic: String,
+    pub epoch: StreamEpoch,
+    inner: Mutex<Inner>,
+    high_watermark: watch::Sender<Offset>,
+    budget: Arc<Budget>,
+}
+
+impl OpenStream {
+    /// Open at the committed end recorded in the view.
+    pub fn open(id: StreamId, topic: String, epoch: StreamEpoch, committed_end: Offset, budget: Arc<Budget>) -> Self {
+        let (high_watermark, _) = watch::channel(committed_end);
+        Self {
+            id,
+            topic,
+            epoch,
+            inner: Mutex::new(Inner {
+                next: committed_end,
+                committed_end,
+                tail: VecDeque::new(),
+                accepting: true,
+                flushing_to: None,
+            }),
+            high_watermark,
+            budget,
+        }
+    }
+
+    pub fn high_watermark(&self) -> Offset {
+        *self.high_watermark.borrow()
+    }
+
+    pub fn watch_high_watermark(&self) -> watch::Receiver<Offset> {
+        self.high_watermark.subscribe()
+    }
+
+    pub fn committed_end(&self) -> Offset {
+        self.inner.lock().unwrap().committed_end
+    }
+
+    /// Assign offsets, join the WAL, and wait until durable.
+    pub async fn append(&self, wal: &WalWriter, records: &[Record]) -> Result<Appended, ApiError> {
+        if records.is_empty() {
+            return Err(ApiError::invalid("no records to append"));
+        }
+        let count = u32::try_from(records.len()).map_err(|_| ApiError::invalid("too many records in one append"))?;
+        let max_timestamp = records.iter().map(|r| r.timestamp_ms).max().unwrap_or(0);
+        let (base, end, ack) = {
+            let mut inner = self.inner.lock().unwrap();
+            if !inner.accepting {
+                return Err(ApiError::unavailable(format!("stream {} is closing", self.id)));
+            }
+            let base = inner.next;
+            let batch = encode_batch(base, records);
+            let reserved = batch.len();
+            if !self.budget.try_reserve(reserved) {
+                return Err(ApiError::new(
+                    ErrorCode::Throttled,
+                    format!(
+                        "{} bytes are buffered (limit {}); retry shortly",
+                        self.budget.used(),
+                        self.budget.limit()
+                    ),
+                ));
+            }
+            let end = base.plus(u64::from(count));
+            let entry = WalEntry {
+                stream: self.id,
+                stream_epoch: self.epoch,
+                base_offset: base,
+                record_count: count,
+                max_timestamp,
+                producer: None,
+                batch: batch.clone(),
+            };
+            let ack = match wal.append(entry) {
+                Ok(ack) => ack,
+                Err(e) => {
+                    self.budget.release(reserved);
+                    inner.accepting = false;
+                    return Err(ApiError::unavailable(e.to_string()));
+                }
+            };
+            inner.next = end;
+            inner.tail.push_back(TailBatch {
+                base,
+                end,
+                max_timestamp,
+                bytes: batch,
+                reserved,
+                appended_at: Instant::now(),
+            });
+            (base, end, ack)
+        };
+        match ack.await {
+            Ok(Ok(_seq)) => {
+                // Acks come in seq order, so everything before `end` is durable too.
+                self.high_watermark.send_if_modified(|hw| {
+                    let moved = end > *hw;
+                    *hw = (*hw).max(end);
+                    moved
+                });
+                Ok(Appended { base, count })
+            }
+            Ok(Err(e)) => {
+                self.inner.lock().unwrap().accepting = false;
+                Err(ApiError::unavailable(format!("append not durable: {e}")))
+            }
+            Err(_) => Err(ApiError::unavailable("WAL writer stopped")),
+        }
+    }
+
+    /// Durable records from `from` on, if `from` is still in the tail.
+    /// `None` means "older than the tail: read the data objects".
+    pub fn read_tail(
+        &self,
+        from: Offset,
+        limit: usize,
+        max_bytes: usize,
+    ) -> Option<Result<Vec<(Offset, Record)>, ApiError>> {
+        let hw = self.high_watermark();
+        let inner = self.inner.lock().unwrap();
+        let first = inner.tail.front().map_or(inner.next, |b| b.base);
+        if from < first {
+            return None;
+        }
+        let mut out = Vec::new();
+        let mut bytes = 0;
+        for b in inner.tail.iter().filter(|b| b.end > from && b.base < hw) {
+            let records = match decode_records(&format!("tail of {}", self.id), &b.bytes) {
+                Ok(r) => r,
+                Err(e) => return Some(Err(ApiError::new(ErrorCode::Internal, e.to_string()))),
+            };
+            for (offset, record) in records {
+                if offset < from || offset >= hw {
+                    continue;
+                }
+                let size = record_size(&record);
+                if out.len() >= limit || (!out.is_empty() && bytes + size > max_bytes) {
+                    return Some(Ok(out));
+                }
+                bytes += size;
+                out.push((offset, record));
+            }
+        }
+        Some(Ok(out))
+    }
+
+    /// Stop accepting appends (closing, transfer, fencing).
+    pub fn stop_accepting(&self) {
+        self.inner.lock().unwrap().accepting = false;
+    }
+
+    /// Every assigned offset is durable.
+    pub fn quiescent(&self) -> bool {
+        self.inner.lock().unwrap().next == self.high_watermark()
+    }
+
+    /// Bytes and age of the durable, unflushed part.
+    pub fn unflushed(&self) -> (usize, Option<Instant>) {
+        let hw = self.high_watermark();
+        let inner = self.inner.lock().unwrap();
+        let from = inner.flushing_to.unwrap_or(inner.committed_end);
+        let durable = inner.tail.iter().filter(|b| b.base >= from && b.end <= hw);
+        durable.fold((0, None), |(n, oldest), b| {
+            (n + b.bytes.len(), oldest.or(Some(b.appended_at)))
+        })
+    }
+
+    /// Take the durable, unflushed batches for a data object (whole batches
+    /// only, so committed ends always fall on WAL entry boundaries).
+    pub fn begin_flush(&self, max_bytes: usize) -> Option<Flushable> {
+        let hw = self.high_watermark();
+        let mut inner = self.inner.lock().unwrap();
+        if inner.flushing_to.is_some() {
+            return None;
+        }
+        let mut f = Flushable {
+            base: inner.committed_end,
+            end: inner.committed_end,
+            max_timestamp: 0,
+            parts: Vec::new(),
+            bytes: 0,
+        };
+        for b in inner.tail.iter().filter(|b| b.end <= hw) {
+            if !f.parts.is_empty() && f.bytes + b.bytes.len() > max_bytes {
+                break;
+            }
+            f.end = b.end;
+            f.max_timestamp = f.max_timestamp.max(b.max_timestamp);
+            f.bytes += b.bytes.len();
+            f.parts.push(b.bytes.clone());
+        }
+        if f.parts.is_empty() {
+            return None;
+        }
+        inner.flushing_to = Some(f.end);
+        Some(f)
+    }
+
+    /// The flush up to `end` is committed: drop it from the tail.
+    pub fn finish_flush(&self, end: Offset) {
+        let mut inner = self.inner.lock().unwrap();
+        inner.flushing_to = None;
+        if end <= inner.committed_end {
+            return;
+        }
+        inner.committed_end = end;
+        while inner.tail.front().is_some_and(|b| b.end <= end) {
+            let b = inner.tail.pop_front().expect("checked");
+            self.budget.release(b.reserved);
+        }
+    }
+
+    /// The flush failed to commit; it will be retried.
+    pub fn abort_flush(&self) {
+        self.inner.lock().unwrap().flushing_to = None;
+    }
+}
+
+impl Drop for OpenStream {
+    fn drop(&mut self) {
+        let inner = self.inner.get_mut().unwrap();
+        for b in inner.tail.drain(..) {
+            self.budget.release(b.reserved);
+        }
+    }
+}
+
+/// Bytes a record counts for against `max_bytes`.
+pub fn record_size(r: &Record) -> usize {
+    r.key.as_ref().map_or(0, |k| k.len())
+        + r.value.as_ref().map_or(0, |v| v.len())
+        + r.headers
+            .iter()
+            .map(|(k, v)| k.len() + v.as_ref().map_or(0, |v| v.len()))
+            .sum::<usize>()
+}
+
+#[cfg(test)]
+mod tests;
