@@ -169,6 +169,19 @@ fn host_name() -> String {
 }
 
 impl ServeArgs {
+    /// Parse flags as the command line would (for embedding and tests).
+    pub fn parse_from<I: IntoIterator<Item = S>, S: Into<std::ffi::OsString> + Clone>(
+        args: I,
+    ) -> Result<Self, clap::Error> {
+        #[derive(clap::Parser)]
+        struct Wrapper {
+            #[command(flatten)]
+            serve: ServeArgs,
+        }
+        let all = std::iter::once(std::ffi::OsString::from("sluice")).chain(args.into_iter().map(Into::into));
+        <Wrapper as clap::Parser>::try_parse_from(all).map(|w| w.serve)
+    }
+
     /// Resolve defaults and check every combination. The error is one line
     /// naming the flags involved.
     pub fn validate(&self) -> Result<Config, String> {

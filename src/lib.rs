@@ -10,12 +10,18 @@
 //! - [`meta`]: the metadata log, the view and its pure `apply`, the proposer.
 //! - [`wal`]: segments, the group-commit writer, takeover and replay.
 //! - [`stream`]: record batches, per-stream buffers, data objects, reads.
+//! - [`api`]: what the front doors ask of a node, and the public error kinds.
+//! - [`node`]: one `sluice serve` process: registration, control loops, the engine.
+//! - [`cluster`]: the lease holder's duties: liveness, fencing, takeover, placement.
+//! - [`config`]: every flag and its validation.
 //! - [`telemetry`]: logs and Prometheus metrics.
 pub mod api;
+pub mod cluster;
 pub mod config;
 pub mod format;
 pub mod ids;
 pub mod meta;
+pub mod node;
 pub mod store;
 pub mod stream;
 pub mod telemetry;

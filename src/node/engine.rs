@@ -1,0 +1,328 @@
+//! The node as the front doors see it: the [`Engine`] trait.
+
+use super::{Node, Phase};
+use crate::api::*;
+use crate::ids::{Offset, StreamId};
+use crate::meta::{Command, MetaError, Outcome, Rejection, StreamState, TopicConfig};
+use crate::stream::batch::Record;
+use async_trait::async_trait;
+
+fn meta_error(e: MetaError) -> ApiError {
+    match e {
+        MetaError::Unavailable(m) => ApiError::unavailable(format!("metadata store unavailable: {m}")),
+        MetaError::Stopped => ApiError::unavailable("node is stopping"),
+        MetaError::Corrupt(m) => ApiError::new(ErrorCode::Internal, m),
+    }
+}
+
+impl Node {
+    fn resolve(&self, topic: &str, partition: u32) -> ApiResult<StreamId> {
+        let view = self.meta.view();
+        let t = view
+            .topics
+            .get(topic)
+            .ok_or_else(|| ApiError::new(ErrorCode::TopicNotFound, format!("topic {topic:?} does not exist")))?;
+        if partition >= t.partitions {
+            return Err(ApiError::new(
+                ErrorCode::PartitionNotFound,
+                format!("topic {topic:?} has partitions 0-{}, not {partition}", t.partitions - 1),
+            ));
+        }
+        Ok(StreamId::new(t.id, partition))
+    }
+
+    /// Why a stream is not served here.
+    fn not_here(&self, stream: StreamId) -> ApiError {
+        let view = self.meta.view();
+        let why = match view.streams.get(&stream).map(|r| &r.state) {
+            Some(StreamState::Open { node, .. }) if node != &self.id => format!("stream {stream} is owned by {node}"),
+            Some(StreamState::Open { .. }) => format!("stream {stream} is opening on this node"),
+            Some(StreamState::Recovering { node, .. }) => {
+                format!("stream {stream} is being recovered from {node}'s WAL")
+            }
+            Some(StreamState::Closed) => format!("stream {stream} is being placed"),
+            Some(StreamState::Deleted) | None => format!("stream {stream} was deleted"),
+        };
+        ApiError::unavailable(why)
+    }
+
+    fn check_serving(&self) -> ApiResult<()> {
+        match self.phase() {
+            Phase::Ready | Phase::Draining => Ok(()),
+            p => Err(ApiError::unavailable(format!("node is {}", p.as_str()))),
+        }
+    }
+
+    /// Metadata-changing requests fail at once when the store is unreachable.
+    fn check_meta_reachable(&self) -> ApiResult<()> {
+        if self.meta.reachable() {
+            Ok(())
+        } else {
+            Err(ApiError::unavailable("metadata store unreachable; retry shortly"))
+        }
+    }
+
+    async fn read_once(&self, stream: StreamId, from: ReadFrom, req: &ReadRequest) -> ApiResult<(ReadResult, bool)> {
+        let (start, committed_end, chunks, open_elsewhere) = {
+            let view = self.meta.view();
+            let row = view.streams.get(&stream).ok_or_else(|| self.not_here(stream))?;
+            let elsewhere = !matches!(row.state, StreamState::Closed)
+                && !matches!(&row.state, StreamState::Open { node, node_epoch } if node == &self.id && *node_epoch == self.epoch);
+            (row.start, row.committed_end, row.chunks.clone(), elsewhere)
+        };
+        let local = self.open_stream(stream);
+        let hw = match &local {
+            Some(s) => s.high_watermark(),
+            None if open_elsewhere => return Err(self.not_here(stream)),
+            None => committed_end,
+        };
+        let from = match from {
+            ReadFrom::Start => start,
+            ReadFrom::End => hw,
+            ReadFrom::At(o) => o,
+        };
+        if from < start || from > hw {
+            return Err(ApiError {
+                code: ErrorCode::OffsetOutOfRange,
+                message: format!("offset {} is outside {}..{} of stream {stream}", from.0, start.0, hw.0),
+                start_offset: Some(start),
+            });
+        }
+        let result = |records: Vec<(Offset, Record)>| {
+            let next_offset = records.last().map_or(from, |(o, _)| o.next());
+            ReadResult {
+                records,
+                next_offset,
+                high_watermark: hw,
+                start_offset: start,
+            }
+        };
+        if from == hw {
+            return Ok((result(Vec::new()), true));
+        }
+        if let Some(s) = &local {
+            if let Some(r) = s.read_tail(from, req.limit, req.max_bytes) {
+                return Ok((result(r?), false));
+            }
+        }
+        let records = self.reader.read(&chunks, from, req.limit, req.max_bytes).await?;
+        Ok((result(records), false))
+    }
+}
+
+#[async_trait]
+impl Engine for Node {
+    fn limits(&self) -> Limits {
+        Limits {
+            max_record_bytes: self.config.max_record_bytes,
+            max_request_bytes: self.config.max_request_bytes,
+            max_wait: self.config.max_wait,
+        }
+    }
+
+    async fn create_topic(&self, name: &str, partitions: u32, config: TopicConfig) -> ApiResult<TopicSummary> {
+        if let Err(e) = crate::meta::view::validate_topic_name(name) {
+            return Err(ApiError::new(ErrorCode::InvalidTopicName, e));
+        }
+        if partitions == 0 || partitions > crate::meta::view::MAX_PARTITIONS {
+            return Err(ApiError::new(
+                ErrorCode::InvalidPartitionCount,
+                format!(
+                    "partitions must be 1-{}, got {partitions}",
+                    crate::meta::view::MAX_PARTITIONS
+                ),
+            ));
+        }
+        self.check_serving()?;
+        self.check_meta_reachable()?;
+        let cmd = Command::CreateTopic {
+            name: name.to_string(),
+            partitions,
+            config,
+        };
+        match self.meta.propose(cmd).await.map_err(meta_error)? {
+            Outcome::TopicCreated(_) => Ok(TopicSummary {
+                name: name.to_string(),
+                partitions,
+            }),
+            Outcome::Rejected(Rejection::TopicExists(n)) => Err(ApiError::new(
+                ErrorCode::TopicExists,
+                format!("topic {n:?} already exists"),
+            )),
+            Outcome::Rejected(r) => Err(ApiError::unavailable(format!("topic not created: {r}"))),
+            other => Err(ApiError::new(
+                ErrorCode::Internal,
+                format!("unexpected outcome {other:?}"),
+            )),
+        }
+    }
+
+    fn list_topics(&self) -> Vec<TopicSummary> {
+        let view = self.meta.view();
+        view.topics
+            .iter()
+            .map(|(name, t)| TopicSummary {
+                name: name.clone(),
+                partitions: t.partitions,
+            })
+            .collect()
+    }
+
+    fn describe_topic(&self, name: &str) -> ApiResult<TopicDescription> {
+        let view = self.meta.view();
+        let t = view
+            .topics
+            .get(name)
+            .ok_or_else(|| ApiError::new(ErrorCode::TopicNotFound, format!("topic {name:?} does not exist")))?;
+        let partition_info = view
+            .topic_streams(t)
+            .map(|(id, row)| {
+                let owner = match &row.state {
+                    StreamState::Open { node, .. } | StreamState::Recovering { node, .. } => Some(node.to_string()),
+                    _ => None,
+                };
+                let end_offset = self.open_stream(*id).map_or(row.committed_end, |s| s.high_watermark());
+                PartitionInfo {
+                    partition: id.partition,
+                    owner,
+                    stream_epoch: row.stream_epoch,
+                    state: row.state.name().to_string(),
+                    start_offset: row.start,
+                    end_offset,
+                }
+            })
+            .collect();
+        Ok(TopicDescription {
+            name: name.to_string(),
+            partitions: t.partitions,
+            config: t.config.clone(),
+            partition_info,
+        })
+    }
+
+    async fn delete_topic(&self, name: &str) -> ApiResult<()> {
+        self.check_serving()?;
+        if !self.meta.view().topics.contains_key(name) {
+            return Err(ApiError::new(
+                ErrorCode::TopicNotFound,
+                format!("topic {name:?} does not exist"),
+            ));
+        }
+        self.check_meta_reachable()?;
+        match self
+            .meta
+            .propose(Command::DeleteTopic { name: name.to_string() })
+            .await
+            .map_err(meta_error)?
+        {
+            Outcome::Applied => Ok(()),
+            Outcome::Rejected(Rejection::TopicNotFound(_)) => Err(ApiError::new(
+                ErrorCode::TopicNotFound,
+                format!("topic {name:?} does not exist"),
+            )),
+            other => Err(ApiError::unavailable(format!("topic not deleted: {other:?}"))),
+        }
+    }
+
+    fn partitions(&self, topic: &str) -> ApiResult<u32> {
+        self.meta
+            .view()
+            .topics
+            .get(topic)
+            .map(|t| t.partitions)
+            .ok_or_else(|| ApiError::new(ErrorCode::TopicNotFound, format!("topic {topic:?} does not exist")))
+    }
+
+    async fn append(&self, topic: &str, partition: u32, records: Vec<Record>) -> ApiResult<Appended> {
+        let stream = self.resolve(topic, partition)?;
+        if self.phase() != Phase::Ready {
+            return Err(ApiError::unavailable(format!("node is {}", self.phase().as_str())));
+        }
+        let s = self.open_stream(stream).ok_or_else(|| self.not_here(stream))?;
+        let started = tokio::time::Instant::now();
+        let result = s.append(&self.wal, &records).await;
+        let outcome = if result.is_ok() { "ok" } else { "error" };
+        crate::telemetry::observe("append_seconds", &[("outcome", outcome)], started.elapsed());
+        if result.is_ok() {
+            crate::telemetry::count_n("appended_records_total", &[], records.len() as u64);
+        }
+        result
+    }
+
+    async fn read(&self, topic: &str, partition: u32, req: ReadRequest) -> ApiResult<ReadResult> {
+        let stream = self.resolve(topic, partition)?;
+        self.check_serving()?;
+        let req = ReadRequest {
+            limit: req.limit.max(1),
+            ..req
+        };
+        let (first, at_end) = self.read_once(stream, req.from, &req).await?;
+        if !at_end || req.wait.is_zero() {
+            return Ok(first);
+        }
+        // Long poll: wait for the high watermark to pass `from`, the time to
+        // run out, or live reads to end.
+        let from = ReadFrom::At(first.next_offset);
+        let Some(s) = self.open_stream(stream) else {
+            return Ok(first);
+        };
+        let mut hw = s.watch_high_watermark();
+        let deadline = tokio::time::Instant::now() + req.wait.min(self.config.max_wait);
+        let target = first.next_offset;
+        tokio::select! {
+            _ = hw.wait_for(|h| *h > target) => {}
+            _ = tokio::time::sleep_until(deadline) => return Ok(first),
+            _ = self.live_reads_ended() => return Err(ApiError::unavailable("node is shutting down")),
+        }
+        Ok(self.read_once(stream, from, &req).await?.0)
+    }
+
+    fn ready(&self) -> ReadyStatus {
+        let view = self.meta.view();
+        let fenced = self.phase() == Phase::Fenced
+            || view
+                .nodes
+                .get(&self.id)
+                .is_some_and(|r| r.epoch == self.epoch && r.fenced);
+        let reason = match self.phase() {
+            Phase::Ready if fenced => Some("fenced".to_string()),
+            Phase::Ready => None,
+            p => Some(p.as_str().to_string()),
+        };
+        ReadyStatus {
+            ready: reason.is_none(),
+            node_id: self.id.to_string(),
+            epoch: self.epoch,
+            fenced,
+            lease_holder: view.holds_lease(&self.id, self.epoch),
+            reason,
+        }
+    }
+
+    fn nodes(&self) -> NodesInfo {
+        let view = self.meta.view();
+        let nodes = view
+            .nodes
+            .iter()
+            .map(|(id, row)| NodeInfo {
+                node_id: id.to_string(),
+                epoch: row.epoch,
+                heartbeats: row.heartbeats.0,
+                fenced: row.fenced,
+                live: !row.fenced,
+                draining: false,
+                http_addr: row.http_addr.clone(),
+                kafka_addr: row.kafka_addr.clone(),
+                open_streams: view.open_streams_of(id, row.epoch).len(),
+            })
+            .collect();
+        NodesInfo {
+            lease_holder: view.lease.as_ref().map(|l| l.holder.to_string()),
+            nodes,
+        }
+    }
+
+    async fn live_reads_ended(&self) {
+        Node::live_reads_ended(self).await
+    }
+}

@@ -1,0 +1,175 @@
+//! Moves durable tails into data objects: one object holds chunks of many
+//! streams, then `CommitObjects` indexes them and only then do the tails and
+//! the WAL segments that held them go.
+
+use super::{keys, Node, Phase};
+use crate::ids::Offset;
+use crate::meta::{ChunkCommit, Command, IndexedChunk, Outcome, StreamState};
+use crate::stream::dataobj::DataObjectBuilder;
+use crate::stream::partition::{Flushable, OpenStream};
+use crate::telemetry;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// Largest data object one flush writes.
+const MAX_OBJECT_BYTES: usize = 64 << 20;
+
+pub async fn run(node: Arc<Node>) {
+    let mut tick = tokio::time::interval(Duration::from_millis(50));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if node.phase() == Phase::Fenced {
+            return;
+        }
+        let due = due_streams(&node);
+        if !due.is_empty() {
+            flush_now(&node, &due).await;
+        }
+    }
+}
+
+/// Streams whose tail is big enough, old enough, or needed to relieve the
+/// node's memory budget.
+fn due_streams(node: &Node) -> Vec<Arc<OpenStream>> {
+    let pressure = node.budget.used() > node.budget.limit() / 2;
+    node.open_streams()
+        .into_iter()
+        .filter(|s| {
+            let (bytes, oldest) = s.unflushed();
+            bytes > 0
+                && (pressure
+                    || bytes >= node.config.flush_bytes
+                    || oldest.is_some_and(|t| t.elapsed() >= node.config.flush_interval))
+        })
+        .collect()
+}
+
+/// Flush the durable tails of `streams` into one data object and commit it.
+/// Commits that cannot land are retried with backoff while the node lives
+/// (a metadata outage must not lose or duplicate anything).
+pub async fn flush_now(node: &Node, streams: &[Arc<OpenStream>]) {
+    let mut taken: Vec<(Arc<OpenStream>, Flushable)> = Vec::new();
+    let mut size = 0;
+    for s in streams {
+        if size >= MAX_OBJECT_BYTES {
+            break;
+        }
+        if let Some(f) = s.begin_flush(node.config.flush_bytes.max(1).min(MAX_OBJECT_BYTES)) {
+            size += f.bytes;
+            taken.push((s.clone(), f));
+        }
+    }
+    if taken.is_empty() {
+        return;
+    }
+    let started = Instant::now();
+    let mut builder = DataObjectBuilder::new();
+    for (s, f) in &taken {
+        builder.add_chunk(s.id, f.base, f.end, f.max_timestamp, f.end.since(f.base), &f.parts);
+    }
+    let (body, metas) = builder.finish();
+    let key = keys::data_object_key(&node.id, node.epoch);
+    if let Err(e) = put_object(node, &key, body).await {
+        tracing::warn!(error = %e, %key, "data object upload failed; will retry");
+        for (s, _) in &taken {
+            s.abort_flush();
+        }
+        return;
+    }
+    let chunks: Vec<ChunkCommit> = taken
+        .iter()
+        .zip(&metas)
+        .map(|((s, _), m)| ChunkCommit {
+            stream: s.id,
+            stream_epoch: s.epoch,
+            chunk: IndexedChunk {
+                base: m.base_offset,
+                end: m.end_offset,
+                key: key.clone(),
+                byte_start: m.byte_start,
+                byte_end: m.byte_end,
+                max_timestamp: m.max_timestamp,
+                crc: m.crc,
+            },
+        })
+        .collect();
+    let commit = Command::CommitObjects {
+        node: node.id.clone(),
+        epoch: node.epoch,
+        chunks,
+    };
+    let mut backoff = Duration::from_millis(50);
+    loop {
+        match node.meta.propose(commit.clone()).await {
+            Ok(Outcome::Applied) => {
+                for (s, f) in &taken {
+                    s.finish_flush(f.end);
+                }
+                telemetry::observe("flush_seconds", &[("outcome", "committed")], started.elapsed());
+                telemetry::count_n("flush_bytes_total", &[], size as u64);
+                break;
+            }
+            Ok(outcome) => {
+                // An earlier ambiguous attempt may have applied; otherwise the
+                // streams moved and the object is an orphan for GC.
+                settle_rejected(node, &taken);
+                tracing::info!(?outcome, %key, "commit refused");
+                break;
+            }
+            Err(e) => {
+                if node.phase() == Phase::Fenced {
+                    break;
+                }
+                tracing::warn!(error = %e, "CommitObjects did not land; retrying");
+                telemetry::count("flush_commit_retries_total", &[]);
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
+    truncate_wal(node).await;
+}
+
+async fn put_object(node: &Node, key: &str, body: bytes::Bytes) -> Result<(), crate::store::StoreError> {
+    let mut backoff = Duration::from_millis(20);
+    for attempt in 0..8 {
+        match node.backends.data.put_if_absent(key, body.clone()).await {
+            Ok(_) => return Ok(()),
+            Err(e) if attempt == 7 || !e.retryable => return Err(e),
+            Err(_) => {
+                tokio::time::sleep(backoff).await;
+                backoff *= 2;
+            }
+        }
+    }
+    unreachable!("the loop returns on its last attempt")
+}
+
+fn settle_rejected(node: &Node, taken: &[(Arc<OpenStream>, Flushable)]) {
+    let view = node.meta.view();
+    for (s, f) in taken {
+        let committed = view.streams.get(&s.id).map_or(Offset::ZERO, |r| r.committed_end);
+        if committed >= f.end {
+            s.finish_flush(f.end);
+        } else {
+            s.abort_flush();
+        }
+    }
+}
+
+/// Delete WAL segments whose every entry is in data objects (or belongs to
+/// a deleted stream).
+pub async fn truncate_wal(node: &Node) {
+    let committed: std::collections::HashMap<_, _> = node
+        .meta
+        .view()
+        .streams
+        .iter()
+        .map(|(id, r)| (*id, (r.committed_end, r.state == StreamState::Deleted)))
+        .collect();
+    node.wal
+        .truncate(|stream, end| committed.get(&stream).is_none_or(|(c, deleted)| *deleted || *c >= end))
+        .await;
+}

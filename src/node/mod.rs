@@ -1,0 +1,350 @@
+//! A node: one `sluice serve` process. It registers at a new epoch, runs its
+//! control loops (heartbeat, view reconciliation, flusher, and the lease
+//! holder's duties), and serves its open streams to the front doors through
+//! the [`Engine`](crate::api::Engine) trait.
+
+mod engine;
+pub mod flusher;
+pub mod keys;
+
+use crate::config::Config;
+use crate::ids::{NodeEpoch, NodeId, Offset, StreamEpoch, StreamId};
+use crate::meta::{Command, DynLog, Meta, MetaConfig, Outcome, StreamState};
+use crate::store::DynStore;
+use crate::stream::budget::Budget;
+use crate::stream::partition::OpenStream;
+use crate::stream::reader::ChunkReader;
+use crate::wal::{WalConfig, WalWriter};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// Where a node is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Ready,
+    /// Clean shutdown has begun: readiness fails.
+    Draining,
+    /// Fenced or replaced: the node stops and exits.
+    Fenced,
+    /// Shutdown finished.
+    Stopped,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Ready => "ready",
+            Phase::Draining => "draining",
+            Phase::Fenced => "fenced",
+            Phase::Stopped => "shutting_down",
+        }
+    }
+}
+
+/// The stores a node runs on; tests inject shared in-memory ones.
+#[derive(Debug, Clone)]
+pub struct Backends {
+    pub data: DynStore,
+    pub wal: DynStore,
+    pub log: DynLog,
+}
+
+impl Backends {
+    pub fn open(config: &Config) -> anyhow::Result<Self> {
+        Ok(Self {
+            data: crate::store::open_url(&config.object_store)?,
+            wal: crate::store::open_url(&config.wal_store)?,
+            log: crate::meta::log::open_url(&config.metadata)?,
+        })
+    }
+}
+
+pub struct Node {
+    pub config: Config,
+    pub id: NodeId,
+    pub epoch: NodeEpoch,
+    pub meta: Meta,
+    pub backends: Backends,
+    pub wal: WalWriter,
+    pub budget: Arc<Budget>,
+    pub reader: ChunkReader,
+    streams: RwLock<HashMap<StreamId, Arc<OpenStream>>>,
+    phase: watch::Sender<Phase>,
+    live_reads_end: watch::Sender<bool>,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for Node {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Node")
+            .field("id", &self.id)
+            .field("epoch", &self.epoch)
+            .finish()
+    }
+}
+
+impl Node {
+    /// Open the stores named in `config` and start.
+    pub async fn start(config: Config) -> anyhow::Result<Arc<Node>> {
+        let backends = Backends::open(&config)?;
+        Self::start_with(config, backends).await
+    }
+
+    /// Register at a new epoch and start every control loop.
+    pub async fn start_with(config: Config, backends: Backends) -> anyhow::Result<Arc<Node>> {
+        let id = NodeId::new(config.node_id.clone());
+        let meta_config = MetaConfig {
+            poll_interval: config.meta_poll,
+            ..MetaConfig::default()
+        };
+        let meta = Meta::open(backends.log.clone(), id.clone(), meta_config).await?;
+        let register = Command::RegisterNode {
+            node: id.clone(),
+            http_addr: config.advertised_http_addr.clone(),
+            kafka_addr: config.advertised_kafka_addr.clone(),
+        };
+        let epoch = match meta.propose(register).await? {
+            Outcome::Registered(e) => e,
+            other => anyhow::bail!("registration of node {id} was refused: {other:?}"),
+        };
+        meta.set_epoch(epoch);
+        tracing::info!(node = %id, %epoch, "registered");
+        let wal_config = WalConfig {
+            linger: config.wal_linger,
+            segment_bytes: config.wal_segment_bytes,
+            max_inflight: config.wal_max_inflight,
+        };
+        let wal = WalWriter::start(backends.wal.clone(), id.clone(), epoch, wal_config);
+        let node = Arc::new(Node {
+            budget: Arc::new(Budget::new(config.max_buffered_bytes)),
+            reader: ChunkReader::new(backends.data.clone(), config.read_cache_bytes),
+            config,
+            id,
+            epoch,
+            meta,
+            backends,
+            wal,
+            streams: RwLock::new(HashMap::new()),
+            phase: watch::channel(Phase::Ready).0,
+            live_reads_end: watch::channel(false).0,
+            tasks: Mutex::new(Vec::new()),
+        });
+        let loops = vec![
+            tokio::spawn(heartbeat_loop(node.clone())),
+            tokio::spawn(reconcile_loop(node.clone())),
+            tokio::spawn(crate::cluster::holder::run(node.clone())),
+            tokio::spawn(flusher::run(node.clone())),
+            tokio::spawn(watch_wal_fence(node.clone())),
+        ];
+        node.tasks.lock().unwrap().extend(loops);
+        Ok(node)
+    }
+
+    pub fn phase(&self) -> Phase {
+        *self.phase.borrow()
+    }
+
+    pub fn watch_phase(&self) -> watch::Receiver<Phase> {
+        self.phase.subscribe()
+    }
+
+    pub fn open_stream(&self, id: StreamId) -> Option<Arc<OpenStream>> {
+        self.streams.read().unwrap().get(&id).cloned()
+    }
+
+    pub fn open_streams(&self) -> Vec<Arc<OpenStream>> {
+        self.streams.read().unwrap().values().cloned().collect()
+    }
+
+    /// Resolves when live reads must end.
+    pub async fn live_reads_ended(&self) {
+        let mut rx = self.live_reads_end.subscribe();
+        let _ = rx.wait_for(|e| *e).await;
+    }
+
+    /// End long polls and subscriptions (shutdown step 3, or fencing).
+    pub fn end_live_reads(&self) {
+        self.live_reads_end.send_replace(true);
+    }
+
+    /// Stop for good because the node was fenced or replaced: nothing more
+    /// is acknowledged, live reads end, and the process should exit.
+    pub fn stop_fenced(&self, why: &str) {
+        if self.phase() == Phase::Fenced {
+            return;
+        }
+        tracing::warn!(node = %self.id, epoch = %self.epoch, why, "node is fenced; stopping");
+        self.wal.stop(why);
+        for s in self.open_streams() {
+            s.stop_accepting();
+        }
+        self.phase.send_replace(Phase::Fenced);
+        self.end_live_reads();
+        self.abort_tasks();
+    }
+
+    /// Simulate a crash in process: every loop stops at once and nothing is
+    /// flushed, closed or fenced. (For tests; a real crash is `kill -9`.)
+    pub fn crash(&self) {
+        self.wal.stop("crashed");
+        self.abort_tasks();
+        self.phase.send_replace(Phase::Stopped);
+        self.end_live_reads();
+    }
+
+    fn abort_tasks(&self) {
+        for t in self.tasks.lock().unwrap().drain(..) {
+            t.abort();
+        }
+    }
+
+    /// Open what the view says this incarnation owns; drop what it no longer does.
+    fn reconcile(&self) {
+        let view = self.meta.view();
+        match view.nodes.get(&self.id) {
+            Some(row) if row.epoch == self.epoch && !row.fenced => {}
+            Some(row) if row.epoch == self.epoch => {
+                drop(view);
+                return self.stop_fenced("our row is fenced in the view");
+            }
+            _ => {
+                drop(view);
+                return self.stop_fenced("a newer registration replaced this incarnation");
+            }
+        }
+        let mut wanted: HashMap<StreamId, (StreamEpoch, Offset, String)> = HashMap::new();
+        for (id, row) in &view.streams {
+            if let StreamState::Open { node, node_epoch } = &row.state {
+                if node == &self.id && *node_epoch == self.epoch {
+                    wanted.insert(*id, (row.stream_epoch, row.committed_end, row.topic_name.clone()));
+                }
+            }
+        }
+        drop(view);
+        let mut streams = self.streams.write().unwrap();
+        streams.retain(|id, s| {
+            let keep = wanted.get(id).is_some_and(|(e, _, _)| *e == s.epoch);
+            if !keep {
+                s.stop_accepting();
+                tracing::info!(stream = %id, "stream no longer ours");
+            }
+            keep
+        });
+        for (id, (epoch, committed_end, topic)) in wanted {
+            streams.entry(id).or_insert_with(|| {
+                tracing::info!(stream = %id, stream_epoch = %epoch, %committed_end, "opening stream");
+                Arc::new(OpenStream::open(id, topic, epoch, committed_end, self.budget.clone()))
+            });
+        }
+        crate::telemetry::gauge("open_streams", &[], streams.len() as f64);
+    }
+
+    /// Close one stream: stop appends, wait for in-flight WAL writes, flush
+    /// everything to data objects, and propose `CloseStream`.
+    pub async fn close_stream(&self, stream: &Arc<OpenStream>, timeout: Duration) -> Result<(), String> {
+        stream.stop_accepting();
+        let deadline = tokio::time::Instant::now() + timeout;
+        while !stream.quiescent() {
+            if tokio::time::Instant::now() >= deadline {
+                return Err(format!("stream {} still has appends in flight", stream.id));
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        while stream.committed_end() < stream.high_watermark() {
+            if tokio::time::Instant::now() >= deadline {
+                return Err(format!("stream {} could not be flushed in time", stream.id));
+            }
+            flusher::flush_now(self, std::slice::from_ref(stream)).await;
+            if stream.committed_end() < stream.high_watermark() {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+        let close = Command::CloseStream {
+            stream: stream.id,
+            stream_epoch: stream.epoch,
+            end: stream.committed_end(),
+        };
+        match self.meta.propose(close).await {
+            Ok(Outcome::Applied) => {
+                self.streams.write().unwrap().remove(&stream.id);
+                Ok(())
+            }
+            Ok(other) => Err(format!("closing {} was refused: {other:?}", stream.id)),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// Clean shutdown (the failover page's six steps). `stop_listeners` is
+    /// step 4: it resolves once the listeners stopped and in-flight requests
+    /// finished or timed out.
+    pub async fn shutdown(&self, stop_listeners: impl std::future::Future<Output = ()>) {
+        tracing::info!("clean shutdown: readiness fails");
+        self.phase.send_replace(Phase::Draining);
+        tokio::time::sleep(self.config.shutdown_drain).await;
+        tracing::info!("clean shutdown: ending live reads");
+        self.end_live_reads();
+        let _ = tokio::time::timeout(self.config.shutdown_timeout, stop_listeners).await;
+        tracing::info!("clean shutdown: closing streams");
+        for s in self.open_streams() {
+            if let Err(e) = self.close_stream(&s, self.config.shutdown_timeout).await {
+                tracing::warn!(error = %e, "stream not closed cleanly; failover will recover it from the WAL");
+            }
+        }
+        let fence = Command::FenceSelf {
+            node: self.id.clone(),
+            epoch: self.epoch,
+        };
+        match self.meta.propose(fence).await {
+            Ok(Outcome::Applied) => tracing::info!("clean shutdown: fenced ourselves; streams move on the next tick"),
+            other => tracing::warn!(?other, "could not fence ourselves; the node timeout will"),
+        }
+        self.wal.stop("node stopped");
+        self.abort_tasks();
+        self.phase.send_replace(Phase::Stopped);
+    }
+}
+
+async fn heartbeat_loop(node: Arc<Node>) {
+    let mut tick = tokio::time::interval(node.config.heartbeat_interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let hb = Command::Heartbeat {
+            node: node.id.clone(),
+            epoch: node.epoch,
+        };
+        match node.meta.propose(hb).await {
+            Ok(Outcome::Applied) => crate::telemetry::count("heartbeats_total", &[("outcome", "applied")]),
+            Ok(Outcome::Rejected(r)) => {
+                crate::telemetry::count("heartbeats_total", &[("outcome", "rejected")]);
+                node.stop_fenced(&format!("heartbeat rejected: {r}"));
+                return;
+            }
+            Ok(_) => {}
+            Err(e) => {
+                crate::telemetry::count("heartbeats_total", &[("outcome", "unavailable")]);
+                tracing::warn!(error = %e, "heartbeat did not land");
+            }
+        }
+    }
+}
+
+async fn reconcile_loop(node: Arc<Node>) {
+    let mut applied = node.meta.subscribe();
+    loop {
+        node.reconcile();
+        if node.phase() == Phase::Fenced || applied.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+async fn watch_wal_fence(node: Arc<Node>) {
+    let mut fenced = node.wal.fenced();
+    if fenced.wait_for(|f| *f).await.is_ok() && node.phase() == Phase::Ready {
+        node.stop_fenced("our WAL was taken over");
+    }
+}
