@@ -1,0 +1,73 @@
+//! `sluice serve`: start a node, serve HTTP, and shut down cleanly on
+//! SIGTERM or Ctrl-C. A node that is fenced exits non-zero so a supervisor
+//! restarts it at a new epoch.
+
+use crate::config::Config;
+use crate::node::{Node, Phase};
+use std::sync::Arc;
+use tokio::net::TcpListener;
+
+/// How `serve` ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// Clean shutdown after a signal.
+    Stopped,
+    /// Fenced or replaced: restart me.
+    Fenced,
+}
+
+pub async fn serve(config: Config) -> anyhow::Result<Exit> {
+    let listener = TcpListener::bind(&config.http_addr)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on --http-addr {}: {e}", config.http_addr))?;
+    let mut config = config;
+    if config.http_addr.ends_with(":0") {
+        // An ephemeral port is advertised as bound.
+        config.advertised_http_addr = listener.local_addr()?.to_string();
+    }
+    let node = Node::start(config).await?;
+    tracing::info!(addr = %listener.local_addr()?, node = %node.id, epoch = %node.epoch, "serving HTTP");
+    run(node, listener).await
+}
+
+/// Serve `node` on `listener` until a signal or a fence.
+pub async fn run(node: Arc<Node>, listener: TcpListener) -> anyhow::Result<Exit> {
+    let app = crate::http::router(node.clone());
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async {
+                let _ = stop_rx.await;
+            })
+            .await
+    });
+    let mut phase = node.watch_phase();
+    tokio::select! {
+        _ = shutdown_signal() => {
+            let stopped = async move {
+                let _ = stop_tx.send(());
+                let _ = server.await;
+            };
+            node.shutdown(stopped).await;
+            Ok(Exit::Stopped)
+        }
+        _ = phase.wait_for(|p| *p == Phase::Fenced) => {
+            tracing::error!("node was fenced; exiting so a supervisor restarts it at a new epoch");
+            Ok(Exit::Fenced)
+        }
+    }
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+}
