@@ -85,7 +85,11 @@ pub struct ApiError {
 
 impl ApiError {
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        Self { code, message: message.into(), start_offset: None }
+        Self {
+            code,
+            message: message.into(),
+            start_offset: None,
+        }
     }
 
     pub fn unavailable(message: impl Into<String>) -> Self {

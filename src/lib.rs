@@ -11,11 +11,16 @@
 //! - [`wal`]: segments, the group-commit writer, takeover and replay.
 //! - [`stream`]: record batches, per-stream buffers, data objects, reads.
 //! - [`telemetry`]: logs and Prometheus metrics.
+//! - [`api`]: the [`api::Engine`] trait a node implements for its front doors.
+//! - [`http`]: the HTTP front door (axum router over an `Engine`).
+//! - [`cli`]: the HTTP client commands of the `sluice` binary.
+pub mod api;
+pub mod cli;
 pub mod format;
+pub mod http;
 pub mod ids;
 pub mod meta;
 pub mod store;
 pub mod stream;
 pub mod telemetry;
 pub mod wal;
-pub mod api;
