@@ -95,7 +95,27 @@ pub fn router(engine: Arc<dyn Engine>) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(limits.max_request_bytes))
+        .layer(axum::middleware::from_fn(observe))
         .with_state(state)
+}
+
+/// Counts every request by method and status and times it (until the
+/// response head; an SSE stream's lifetime is not included).
+async fn observe(req: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
+    let method = req.method().as_str().to_string();
+    let started = std::time::Instant::now();
+    let resp = next.run(req).await;
+    let status = resp.status().as_u16().to_string();
+    crate::telemetry::count(
+        "sluice_http_requests_total",
+        &[("method", &method), ("status", &status)],
+    );
+    crate::telemetry::observe(
+        "sluice_http_request_duration_seconds",
+        &[("method", &method)],
+        started.elapsed(),
+    );
+    resp
 }
 
 async fn not_found(uri: axum::http::Uri) -> HttpError {

@@ -815,8 +815,8 @@ async fn sse_ends_with_an_unavailable_error_event_at_shutdown() {
     assert!(text.contains("event: error"), "{text}");
     let data = text
         .lines()
-        .filter_map(|l| l.strip_prefix("data: ").or(l.strip_prefix("data:")))
-        .last()
+        .rev()
+        .find_map(|l| l.strip_prefix("data: ").or(l.strip_prefix("data:")))
         .unwrap();
     let data: Value = serde_json::from_str(data.trim()).unwrap();
     assert_eq!(data["code"], "unavailable");
