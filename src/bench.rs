@@ -84,7 +84,13 @@ impl Percentiles {
             let i = ((samples.len() as f64 * q).ceil() as usize).clamp(1, samples.len()) - 1;
             samples[i].as_secs_f64() * 1000.0
         };
-        Self { p50: at(0.5), p90: at(0.9), p99: at(0.99), p999: at(0.999), max: at(1.0) }
+        Self {
+            p50: at(0.5),
+            p90: at(0.9),
+            p99: at(0.99),
+            p999: at(0.999),
+            max: at(1.0),
+        }
     }
 }
 
@@ -120,11 +126,22 @@ async fn ensure_topic(client: &reqwest::Client, args: &BenchArgs) -> anyhow::Res
         .send()
         .await?;
     if !(resp.status().is_success() || resp.status() == reqwest::StatusCode::CONFLICT) {
-        anyhow::bail!("creating topic {}: {} {}", args.topic, resp.status(), resp.text().await.unwrap_or_default());
+        anyhow::bail!(
+            "creating topic {}: {} {}",
+            args.topic,
+            resp.status(),
+            resp.text().await.unwrap_or_default()
+        );
     }
     // Wait for placement: an empty append-free read succeeds once the stream is open.
     for _ in 0..100 {
-        let r = client.get(format!("{}/v1/topics/{}/partitions/0/records?offset=-1", args.url, args.topic)).send().await?;
+        let r = client
+            .get(format!(
+                "{}/v1/topics/{}/partitions/0/records?offset=-1",
+                args.url, args.topic
+            ))
+            .send()
+            .await?;
         if r.status().is_success() {
             return Ok(());
         }
@@ -141,7 +158,11 @@ fn progress(shared: Arc<Shared>, total: Duration) -> tokio::task::JoinHandle<()>
             tokio::time::sleep(Duration::from_millis(500)).await;
             let e = start.elapsed().as_secs_f64().max(0.001);
             let done = shared.done.load(Ordering::Relaxed);
-            eprint!("\r[{e:>5.1}/{:.0}s] {done} records, {:.0}/s   ", total.as_secs_f64(), done as f64 / e);
+            eprint!(
+                "\r[{e:>5.1}/{:.0}s] {done} records, {:.0}/s   ",
+                total.as_secs_f64(),
+                done as f64 / e
+            );
         }
         eprintln!();
     })
@@ -164,7 +185,9 @@ struct Shared {
 }
 
 async fn produce(args: &BenchArgs) -> anyhow::Result<Report> {
-    let client = reqwest::Client::builder().pool_max_idle_per_host(args.producers.max(1)).build()?;
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(args.producers.max(1))
+        .build()?;
     ensure_topic(&client, args).await?;
     let shared = Arc::new(Shared {
         done: AtomicU64::new(0),
@@ -175,7 +198,8 @@ async fn produce(args: &BenchArgs) -> anyhow::Result<Report> {
     let total = Duration::from_secs(args.duration_sec);
     let bar = progress(shared.clone(), total);
     let started = Instant::now();
-    let per_producer_interval = (args.rate > 0).then(|| Duration::from_secs_f64(args.producers as f64 / args.rate as f64));
+    let per_producer_interval =
+        (args.rate > 0).then(|| Duration::from_secs_f64(args.producers as f64 / args.rate as f64));
     let mut tasks = Vec::new();
     for p in 0..args.producers {
         let (client, shared, args) = (client.clone(), shared.clone(), args.clone());
@@ -243,7 +267,10 @@ async fn consume(args: &BenchArgs) -> anyhow::Result<Report> {
     for p in 0..args.partitions {
         let mut offset = 0u64;
         while started.elapsed() < total {
-            let url = format!("{}/v1/topics/{}/partitions/{p}/records?offset={offset}&limit=10000", args.url, args.topic);
+            let url = format!(
+                "{}/v1/topics/{}/partitions/{p}/records?offset={offset}&limit=10000",
+                args.url, args.topic
+            );
             let t = Instant::now();
             let body: serde_json::Value = client.get(&url).send().await?.error_for_status()?.json().await?;
             lat.push(t.elapsed());
@@ -252,7 +279,12 @@ async fn consume(args: &BenchArgs) -> anyhow::Result<Report> {
                 break;
             }
             records += got as u64;
-            bytes += body["records"].as_array().unwrap().iter().map(|r| r["value"].as_str().map_or(0, str::len) as u64).sum::<u64>();
+            bytes += body["records"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r["value"].as_str().map_or(0, str::len) as u64)
+                .sum::<u64>();
             offset = body["next_offset"].as_u64().unwrap_or(offset);
         }
     }
@@ -276,7 +308,10 @@ async fn e2e(args: &BenchArgs) -> anyhow::Result<Report> {
     let client = reqwest::Client::new();
     ensure_topic(&client, args).await?;
     let tail: serde_json::Value = client
-        .get(format!("{}/v1/topics/{}/partitions/0/records?offset=-1", args.url, args.topic))
+        .get(format!(
+            "{}/v1/topics/{}/partitions/0/records?offset=-1",
+            args.url, args.topic
+        ))
         .send()
         .await?
         .json()
@@ -311,7 +346,10 @@ async fn e2e(args: &BenchArgs) -> anyhow::Result<Report> {
             _ => errors += 1,
         }
         let hw: serde_json::Value = client
-            .get(format!("{}/v1/topics/{}/partitions/0/records?offset=-1", args.url, args.topic))
+            .get(format!(
+                "{}/v1/topics/{}/partitions/0/records?offset=-1",
+                args.url, args.topic
+            ))
             .send()
             .await?
             .json()

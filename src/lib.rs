@@ -14,14 +14,20 @@
 //! - [`node`]: one `sluice serve` process: registration, control loops, the engine.
 //! - [`cluster`]: the lease holder's duties: liveness, fencing, takeover, placement.
 //! - [`config`]: every flag and its validation.
+//! - [`http`], [`cli`], [`server`], [`bench`]: the HTTP front door, the client
+//!   commands, `sluice serve`, and the load generator.
 //! - [`telemetry`]: logs and Prometheus metrics.
 pub mod api;
+pub mod bench;
+pub mod cli;
 pub mod cluster;
 pub mod config;
 pub mod format;
+pub mod http;
 pub mod ids;
 pub mod meta;
 pub mod node;
+pub mod server;
 pub mod store;
 pub mod stream;
 pub mod telemetry;

@@ -1,0 +1,152 @@
+//! The HTTP front door: an axum [`Router`] over an [`Engine`].
+//!
+//! The contract is `design/http-api.md` (user guide: `docs/http-api.md`).
+//!
+//! # Layout
+//!
+//! - [`error`]: [`ApiError`](crate::api::ApiError) → status + JSON body.
+//! - `topics`: create, list, describe, delete.
+//! - `records`: appends (JSON and raw) and reads with long poll.
+//! - `sse`: `subscribe`, records as server-sent events.
+//! - `ops`: `/health`, `/ready`, `/metrics`, `/admin/nodes`.
+//! - [`openapi`]: `GET /openapi.json`, checked against [`ROUTES`] by a test.
+//!
+//! Every route is listed once in [`ROUTES`]; [`router`] builds the router from
+//! that list, so the list, the router and the OpenAPI document cannot drift.
+
+pub mod error;
+pub mod openapi;
+mod ops;
+mod records;
+mod sse;
+mod topics;
+
+#[cfg(test)]
+pub(crate) mod tests;
+
+use crate::api::{ApiError, Engine, ErrorCode, Limits};
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{delete, get, post, MethodRouter};
+use axum::Router;
+use error::HttpError;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+/// What every handler shares.
+pub(crate) struct AppState {
+    pub engine: Arc<dyn Engine>,
+    pub limits: Limits,
+    /// Next partition for records with neither a partition nor a key.
+    pub round_robin: AtomicU64,
+}
+
+pub(crate) type Shared = Arc<AppState>;
+
+/// Every route: (method, path in axum / OpenAPI syntax).
+pub const ROUTES: &[(&str, &str)] = &[
+    ("GET", "/health"),
+    ("GET", "/ready"),
+    ("GET", "/metrics"),
+    ("GET", "/admin/nodes"),
+    ("GET", "/openapi.json"),
+    ("GET", "/v1/topics"),
+    ("POST", "/v1/topics"),
+    ("GET", "/v1/topics/{topic}"),
+    ("DELETE", "/v1/topics/{topic}"),
+    ("POST", "/v1/topics/{topic}/records"),
+    ("POST", "/v1/topics/{topic}/partitions/{partition}/records"),
+    ("GET", "/v1/topics/{topic}/partitions/{partition}/records"),
+    ("GET", "/v1/topics/{topic}/partitions/{partition}/subscribe"),
+];
+
+fn handler(method: &str, path: &str) -> MethodRouter<Shared> {
+    match (method, path) {
+        ("GET", "/health") => get(ops::health),
+        ("GET", "/ready") => get(ops::ready),
+        ("GET", "/metrics") => get(ops::metrics),
+        ("GET", "/admin/nodes") => get(ops::nodes),
+        ("GET", "/openapi.json") => get(openapi::serve),
+        ("GET", "/v1/topics") => get(topics::list),
+        ("POST", "/v1/topics") => post(topics::create),
+        ("GET", "/v1/topics/{topic}") => get(topics::describe),
+        ("DELETE", "/v1/topics/{topic}") => delete(topics::delete),
+        ("POST", "/v1/topics/{topic}/records") => post(records::append_to_topic),
+        ("POST", "/v1/topics/{topic}/partitions/{partition}/records") => post(records::append_to_partition),
+        ("GET", "/v1/topics/{topic}/partitions/{partition}/records") => get(records::read),
+        ("GET", "/v1/topics/{topic}/partitions/{partition}/subscribe") => get(sse::subscribe),
+        _ => unreachable!("route {method} {path} is in ROUTES but has no handler"),
+    }
+}
+
+/// The HTTP API over `engine`. Bodies above `limits().max_request_bytes` are
+/// refused while being read (413 `request_too_large`), never buffered whole.
+pub fn router(engine: Arc<dyn Engine>) -> Router {
+    let limits = engine.limits();
+    let state = Arc::new(AppState {
+        engine,
+        limits,
+        round_robin: AtomicU64::new(0),
+    });
+    let mut router = Router::new();
+    for (method, path) in ROUTES {
+        router = router.route(path, handler(method, path));
+    }
+    router
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(limits.max_request_bytes))
+        .layer(axum::middleware::from_fn(observe))
+        .with_state(state)
+}
+
+/// Counts every request by method and status and times it (until the
+/// response head; an SSE stream's lifetime is not included).
+async fn observe(req: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
+    let method = req.method().as_str().to_string();
+    let started = std::time::Instant::now();
+    let resp = next.run(req).await;
+    let status = resp.status().as_u16().to_string();
+    crate::telemetry::count(
+        "sluice_http_requests_total",
+        &[("method", &method), ("status", &status)],
+    );
+    crate::telemetry::observe(
+        "sluice_http_request_duration_seconds",
+        &[("method", &method)],
+        started.elapsed(),
+    );
+    resp
+}
+
+async fn not_found(uri: axum::http::Uri) -> HttpError {
+    HttpError::new(ErrorCode::NotFound, format!("no route for {}", uri.path()))
+}
+
+async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let mut resp = HttpError(ApiError::invalid(format!(
+        "method {method} is not allowed on {}",
+        uri.path()
+    )))
+    .into_response();
+    *resp.status_mut() = axum::http::StatusCode::METHOD_NOT_ALLOWED;
+    resp
+}
+
+/// Parses the `{partition}` path segment and checks it against the topic.
+pub(crate) fn checked_partition(state: &AppState, topic: &str, partition: &str) -> Result<u32, HttpError> {
+    let count = state.engine.partitions(topic)?;
+    let p: u32 = partition.parse().map_err(|_| {
+        HttpError::new(
+            ErrorCode::PartitionNotFound,
+            format!("partition {partition:?} is not a partition number"),
+        )
+    })?;
+    if p >= count {
+        return Err(HttpError::new(
+            ErrorCode::PartitionNotFound,
+            format!("topic {topic} has partitions 0..{count}, not {p}"),
+        ));
+    }
+    Ok(p)
+}

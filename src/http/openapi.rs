@@ -1,0 +1,410 @@
+//! `GET /openapi.json`: a hand-written OpenAPI 3.0 document of every route in
+//! [`ROUTES`](super::ROUTES). A test checks the two agree both ways.
+
+use axum::Json;
+use serde_json::{json, Value};
+use std::sync::LazyLock;
+
+static DOCUMENT: LazyLock<Value> = LazyLock::new(build);
+
+pub async fn serve() -> Json<Value> {
+    Json(DOCUMENT.clone())
+}
+
+/// The OpenAPI document.
+pub fn document() -> &'static Value {
+    &DOCUMENT
+}
+
+fn error_response(description: &str) -> Value {
+    json!({
+        "description": description,
+        "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } }
+    })
+}
+
+fn json_response(description: &str, schema: &str) -> Value {
+    json!({
+        "description": description,
+        "content": { "application/json": { "schema": { "$ref": format!("#/components/schemas/{schema}") } } }
+    })
+}
+
+fn topic_param() -> Value {
+    json!({ "name": "topic", "in": "path", "required": true, "schema": { "type": "string" } })
+}
+
+fn partition_param() -> Value {
+    json!({ "name": "partition", "in": "path", "required": true, "schema": { "type": "integer", "minimum": 0 } })
+}
+
+fn encoding_param() -> Value {
+    json!({
+        "name": "encoding", "in": "query", "required": false,
+        "description": "`base64` makes keys, values and header values base64 (in requests and responses).",
+        "schema": { "type": "string", "enum": ["utf8", "base64"], "default": "utf8" }
+    })
+}
+
+fn offset_param() -> Value {
+    json!({
+        "name": "offset", "in": "query", "required": false,
+        "description": "First offset to read; absent = the start offset, -1 = the end (high watermark).",
+        "schema": { "type": "integer", "minimum": -1 }
+    })
+}
+
+fn append_body() -> Value {
+    json!({
+        "required": true,
+        "content": {
+            "application/json": { "schema": { "$ref": "#/components/schemas/AppendRequest" } },
+            "application/octet-stream": {
+                "schema": { "type": "string", "format": "binary" },
+                "description": "One record whose value is the body; key from the Sluice-Key header."
+            }
+        }
+    })
+}
+
+fn append_errors() -> Value {
+    json!({
+        "400": error_response("invalid_json, invalid_request"),
+        "404": error_response("topic_not_found, partition_not_found"),
+        "413": error_response("record_too_large, request_too_large"),
+        "429": error_response("throttled"),
+        "503": error_response("unavailable")
+    })
+}
+
+fn merge(mut a: Value, b: Value) -> Value {
+    if let (Some(a), Value::Object(b)) = (a.as_object_mut(), b) {
+        a.extend(b);
+    }
+    a
+}
+
+fn build() -> Value {
+    let key_header = json!({
+        "name": "Sluice-Key", "in": "header", "required": false,
+        "description": "Key of a raw (application/octet-stream) append.",
+        "schema": { "type": "string" }
+    });
+    json!({
+        "openapi": "3.0.3",
+        "info": {
+            "title": "Sluice HTTP API",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "Stream storage over an object store. Every error is {\"error\": {\"code\", \"message\", \"retryable\"}}; a failed request has no effect."
+        },
+        "paths": {
+            "/health": { "get": {
+                "summary": "Liveness: 200 while the process runs",
+                "responses": { "200": { "description": "alive" } }
+            }},
+            "/ready": { "get": {
+                "summary": "Readiness",
+                "responses": {
+                    "200": json_response("ready", "Ready"),
+                    "503": json_response("not ready; `reason` says why", "Ready")
+                }
+            }},
+            "/metrics": { "get": {
+                "summary": "Prometheus metrics",
+                "responses": { "200": { "description": "Prometheus text format",
+                    "content": { "text/plain": { "schema": { "type": "string" } } } } }
+            }},
+            "/admin/nodes": { "get": {
+                "summary": "Cluster nodes and the lease holder",
+                "responses": { "200": json_response("nodes", "Nodes") }
+            }},
+            "/openapi.json": { "get": {
+                "summary": "This document",
+                "responses": { "200": { "description": "OpenAPI 3 document" } }
+            }},
+            "/v1/topics": {
+                "get": {
+                    "summary": "List topics",
+                    "responses": { "200": json_response("topics", "TopicList") }
+                },
+                "post": {
+                    "summary": "Create a topic",
+                    "requestBody": { "required": true, "content": { "application/json": {
+                        "schema": { "$ref": "#/components/schemas/CreateTopic" } } } },
+                    "responses": {
+                        "201": json_response("created", "Topic"),
+                        "400": error_response("invalid_json, invalid_request, invalid_topic_name, invalid_partition_count"),
+                        "409": error_response("topic_exists"),
+                        "503": error_response("unavailable")
+                    }
+                }
+            },
+            "/v1/topics/{topic}": {
+                "parameters": [topic_param()],
+                "get": {
+                    "summary": "Describe a topic and its partitions",
+                    "responses": {
+                        "200": json_response("the topic", "TopicDescription"),
+                        "404": error_response("topic_not_found")
+                    }
+                },
+                "delete": {
+                    "summary": "Delete a topic",
+                    "responses": {
+                        "204": { "description": "deleted" },
+                        "404": error_response("topic_not_found"),
+                        "503": error_response("unavailable")
+                    }
+                }
+            },
+            "/v1/topics/{topic}/records": {
+                "parameters": [topic_param()],
+                "post": {
+                    "summary": "Append records; each goes to its explicit partition, else by key (Kafka murmur2), else round-robin",
+                    "parameters": [encoding_param(), key_header.clone()],
+                    "requestBody": append_body(),
+                    "responses": merge(json!({ "200": json_response("durable; offsets in request order", "AppendResponse") }), append_errors())
+                }
+            },
+            "/v1/topics/{topic}/partitions/{partition}/records": {
+                "parameters": [topic_param(), partition_param()],
+                "post": {
+                    "summary": "Append records to one partition atomically (consecutive offsets)",
+                    "parameters": [encoding_param(), key_header],
+                    "requestBody": append_body(),
+                    "responses": merge(json!({ "200": json_response("durable", "PartitionAppendResponse") }), append_errors())
+                },
+                "get": {
+                    "summary": "Read records, optionally long-polling",
+                    "parameters": [
+                        offset_param(),
+                        { "name": "limit", "in": "query", "schema": { "type": "integer", "minimum": 1, "maximum": 10000, "default": 100 } },
+                        { "name": "max_bytes", "in": "query", "schema": { "type": "integer", "minimum": 1, "default": 1048576 } },
+                        { "name": "wait_ms", "in": "query", "description": "Long poll: wait up to this long (capped by the server's --max-wait-ms) when no records are available.",
+                          "schema": { "type": "integer", "minimum": 0, "default": 0 } },
+                        encoding_param()
+                    ],
+                    "responses": {
+                        "200": json_response("records (empty on long-poll timeout)", "ReadResponse"),
+                        "400": error_response("invalid_offset, invalid_request"),
+                        "404": error_response("topic_not_found, partition_not_found"),
+                        "416": error_response("offset_out_of_range; the error carries start_offset"),
+                        "503": error_response("unavailable")
+                    }
+                }
+            },
+            "/v1/topics/{topic}/partitions/{partition}/subscribe": {
+                "parameters": [topic_param(), partition_param()],
+                "get": {
+                    "summary": "Follow a partition as server-sent events",
+                    "description": "Each record is an event with `id: <offset>`, `event: record` and `data: <Record JSON>`. A `:` comment every 15 s keeps the connection open. The stream ends with `event: error`, `data: {\"code\": \"unavailable\", \"retryable\": true}` on shutdown or a move; reconnect with Last-Event-ID.",
+                    "parameters": [
+                        offset_param(),
+                        encoding_param(),
+                        { "name": "Last-Event-ID", "in": "header", "required": false,
+                          "description": "Resume after this offset (overrides `offset`).",
+                          "schema": { "type": "integer", "minimum": 0 } }
+                    ],
+                    "responses": {
+                        "200": { "description": "event stream", "content": { "text/event-stream": { "schema": { "type": "string" } } } },
+                        "400": error_response("invalid_offset, invalid_request"),
+                        "404": error_response("topic_not_found, partition_not_found"),
+                        "416": error_response("offset_out_of_range"),
+                        "503": error_response("unavailable")
+                    }
+                }
+            }
+        },
+        "components": { "schemas": schemas() }
+    })
+}
+
+fn schemas() -> Value {
+    let bytes = json!({ "type": "string", "nullable": true,
+        "description": "UTF-8 text, or base64 with ?encoding=base64" });
+    json!({
+        "Error": {
+            "type": "object", "required": ["error"],
+            "properties": { "error": {
+                "type": "object", "required": ["code", "message", "retryable"],
+                "properties": {
+                    "code": { "type": "string", "enum": [
+                        "invalid_request", "invalid_topic_name", "invalid_partition_count", "invalid_offset",
+                        "invalid_json", "unauthenticated", "forbidden", "topic_not_found", "partition_not_found",
+                        "token_not_found", "not_found", "topic_exists", "record_too_large", "request_too_large",
+                        "offset_out_of_range", "throttled", "unavailable", "internal"] },
+                    "message": { "type": "string" },
+                    "retryable": { "type": "boolean" },
+                    "start_offset": { "type": "integer", "description": "only for offset_out_of_range" }
+                }
+            }}
+        },
+        "TopicConfig": {
+            "type": "object",
+            "properties": {
+                "retention_ms": { "type": "integer", "nullable": true },
+                "retention_bytes": { "type": "integer", "nullable": true }
+            }
+        },
+        "CreateTopic": {
+            "type": "object", "required": ["name"],
+            "properties": {
+                "name": { "type": "string", "pattern": "^[a-zA-Z0-9._-]{1,249}$" },
+                "partitions": { "type": "integer", "minimum": 1, "maximum": 10000, "default": 1 },
+                "config": { "$ref": "#/components/schemas/TopicConfig" }
+            }
+        },
+        "Topic": {
+            "type": "object",
+            "properties": {
+                "name": { "type": "string" },
+                "partitions": { "type": "integer" },
+                "config": { "$ref": "#/components/schemas/TopicConfig" }
+            }
+        },
+        "TopicList": {
+            "type": "object",
+            "properties": { "topics": { "type": "array", "items": { "type": "object", "properties": {
+                "name": { "type": "string" }, "partitions": { "type": "integer" } } } } }
+        },
+        "TopicDescription": {
+            "type": "object",
+            "properties": {
+                "name": { "type": "string" },
+                "partitions": { "type": "integer" },
+                "config": { "$ref": "#/components/schemas/TopicConfig" },
+                "partition_info": { "type": "array", "items": { "type": "object", "properties": {
+                    "partition": { "type": "integer" },
+                    "owner": { "type": "string", "nullable": true },
+                    "stream_epoch": { "type": "integer" },
+                    "state": { "type": "string" },
+                    "start_offset": { "type": "integer" },
+                    "end_offset": { "type": "integer" }
+                } } }
+            }
+        },
+        "AppendRecord": {
+            "type": "object", "required": ["value"],
+            "properties": {
+                "key": bytes.clone(),
+                "value": merge(bytes.clone(), json!({ "description": "null for a tombstone" })),
+                "headers": { "type": "object", "additionalProperties": bytes.clone() },
+                "partition": { "type": "integer", "minimum": 0 }
+            }
+        },
+        "AppendRequest": {
+            "type": "object", "required": ["records"],
+            "properties": { "records": { "type": "array", "minItems": 1,
+                "items": { "$ref": "#/components/schemas/AppendRecord" } } }
+        },
+        "AppendResponse": {
+            "type": "object",
+            "properties": { "offsets": { "type": "array", "items": { "type": "object", "properties": {
+                "partition": { "type": "integer" }, "offset": { "type": "integer" } } } } }
+        },
+        "PartitionAppendResponse": {
+            "type": "object",
+            "properties": {
+                "partition": { "type": "integer" },
+                "base_offset": { "type": "integer" },
+                "count": { "type": "integer" }
+            }
+        },
+        "Record": {
+            "type": "object",
+            "properties": {
+                "offset": { "type": "integer" },
+                "timestamp": { "type": "integer", "description": "milliseconds since the Unix epoch" },
+                "key": bytes.clone(),
+                "value": bytes.clone(),
+                "headers": { "type": "object", "additionalProperties": bytes },
+                "key_encoding": { "type": "string", "enum": ["base64"], "description": "present when the key is not UTF-8 and was sent in base64" },
+                "value_encoding": { "type": "string", "enum": ["base64"], "description": "present when the value is not UTF-8 and was sent in base64" },
+                "headers_encoding": { "type": "string", "enum": ["base64"], "description": "present when some header value is not UTF-8; all header values are then base64" }
+            }
+        },
+        "ReadResponse": {
+            "type": "object",
+            "properties": {
+                "records": { "type": "array", "items": { "$ref": "#/components/schemas/Record" } },
+                "next_offset": { "type": "integer" },
+                "high_watermark": { "type": "integer" },
+                "start_offset": { "type": "integer" }
+            }
+        },
+        "Ready": {
+            "type": "object",
+            "properties": {
+                "ready": { "type": "boolean" },
+                "node_id": { "type": "string" },
+                "epoch": { "type": "integer" },
+                "fenced": { "type": "boolean" },
+                "lease_holder": { "type": "boolean" },
+                "reason": { "type": "string", "enum": ["starting", "draining", "fenced", "shutting_down"] }
+            }
+        },
+        "Nodes": {
+            "type": "object",
+            "properties": {
+                "lease_holder": { "type": "string", "nullable": true },
+                "nodes": { "type": "array", "items": { "type": "object", "properties": {
+                    "node_id": { "type": "string" }, "epoch": { "type": "integer" },
+                    "heartbeats": { "type": "integer" }, "fenced": { "type": "boolean" },
+                    "live": { "type": "boolean" }, "draining": { "type": "boolean" },
+                    "http_addr": { "type": "string" }, "kafka_addr": { "type": "string" },
+                    "open_streams": { "type": "integer" }
+                } } }
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::ROUTES;
+
+    const METHODS: [&str; 5] = ["get", "post", "put", "delete", "patch"];
+
+    #[test]
+    fn every_route_is_documented_and_every_documented_route_exists() {
+        let doc = document();
+        let paths = doc["paths"].as_object().unwrap();
+        for (method, path) in ROUTES {
+            let op = &paths
+                .get(*path)
+                .unwrap_or_else(|| panic!("{path} missing from openapi.json"))[method.to_ascii_lowercase()];
+            assert!(op.is_object(), "{method} {path} missing from openapi.json");
+            assert!(op["responses"].is_object(), "{method} {path} has no responses");
+        }
+        for (path, item) in paths {
+            for m in METHODS {
+                if item.get(m).is_some() {
+                    assert!(
+                        ROUTES.iter().any(|(rm, rp)| rm.eq_ignore_ascii_case(m) && rp == path),
+                        "openapi.json documents {m} {path}, which is not a route"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn every_reference_resolves() {
+        fn walk(v: &Value, schemas: &serde_json::Map<String, Value>) {
+            match v {
+                Value::Object(o) => {
+                    if let Some(Value::String(r)) = o.get("$ref") {
+                        let name = r.strip_prefix("#/components/schemas/").expect("local ref");
+                        assert!(schemas.contains_key(name), "dangling $ref {r}");
+                    }
+                    o.values().for_each(|v| walk(v, schemas));
+                }
+                Value::Array(a) => a.iter().for_each(|v| walk(v, schemas)),
+                _ => {}
+            }
+        }
+        let doc = document();
+        walk(doc, doc["components"]["schemas"].as_object().unwrap());
+    }
+}

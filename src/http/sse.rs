@@ -1,0 +1,137 @@
+//! `GET .../partitions/{p}/subscribe`: a partition as server-sent events.
+//!
+//! Each record is one event (`id: <offset>`, `event: record`, `data: <record
+//! JSON>`). The stream long-polls the engine; a `:` comment every
+//! [`KEEP_ALIVE`] keeps idle connections open. When live reads end (shutdown)
+//! or the stream becomes unavailable (moved, node fenced) it sends `event:
+//! error` with `{"code": "unavailable", "retryable": true}` and ends; the
+//! client reconnects with `Last-Event-ID`.
+
+use super::error::{HttpError, HttpResult};
+use super::records::{encoding, params, read_from, record_json, Encoding, Params};
+use super::{checked_partition, Shared};
+use crate::api::{ApiError, ErrorCode, ReadFrom, ReadRequest};
+use crate::ids::Offset;
+use crate::stream::batch::Record;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::HeaderMap;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use futures::Stream;
+use serde_json::json;
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::time::Duration;
+
+/// Interval of keep-alive comments, and the long-poll wait of each read.
+pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
+/// Records fetched per engine read.
+const BATCH: usize = 500;
+const BATCH_BYTES: usize = 1024 * 1024;
+
+struct Subscription {
+    state: Shared,
+    topic: String,
+    partition: u32,
+    from: ReadFrom,
+    enc: Encoding,
+    buffered: VecDeque<(Offset, Record)>,
+    done: bool,
+}
+
+fn error_event(e: &ApiError) -> Event {
+    let retryable = e.code.retryable();
+    let data = json!({ "code": e.code.as_str(), "message": e.message, "retryable": retryable });
+    Event::default().event("error").data(data.to_string())
+}
+
+impl Subscription {
+    fn request(&self, wait: Duration) -> ReadRequest {
+        ReadRequest {
+            from: self.from,
+            limit: BATCH,
+            max_bytes: BATCH_BYTES,
+            wait,
+        }
+    }
+
+    /// The next event, or `None` when the stream is over.
+    async fn next(&mut self) -> Option<Event> {
+        loop {
+            if let Some((offset, record)) = self.buffered.pop_front() {
+                let data = record_json(offset, &record, self.enc).to_string();
+                return Some(Event::default().id(offset.get().to_string()).event("record").data(data));
+            }
+            if self.done {
+                return None;
+            }
+            let engine = self.state.engine.clone();
+            let req = self.request(KEEP_ALIVE);
+            let read = engine.read(&self.topic, self.partition, req);
+            let result = tokio::select! {
+                _ = engine.live_reads_ended() => {
+                    Err(ApiError::unavailable("the node is shutting down; reconnect with Last-Event-ID"))
+                }
+                r = read => r,
+            };
+            match result {
+                Ok(r) => {
+                    self.from = ReadFrom::At(r.next_offset);
+                    self.buffered.extend(r.records);
+                }
+                Err(e) => {
+                    self.done = true;
+                    return Some(error_event(&e));
+                }
+            }
+        }
+    }
+}
+
+fn resume_point(headers: &HeaderMap, params: &Params) -> HttpResult<ReadFrom> {
+    match headers.get("last-event-id") {
+        None => read_from(params),
+        Some(v) => {
+            let id: u64 = v.to_str().ok().and_then(|s| s.trim().parse().ok()).ok_or_else(|| {
+                HttpError::new(ErrorCode::InvalidOffset, "Last-Event-ID must be the offset of a record")
+            })?;
+            Ok(ReadFrom::At(Offset(id).next()))
+        }
+    }
+}
+
+pub async fn subscribe(
+    State(state): State<Shared>,
+    Path((topic, partition)): Path<(String, String)>,
+    query: Result<Query<Params>, QueryRejection>,
+    headers: HeaderMap,
+) -> HttpResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
+    let params = params(query)?;
+    let enc = encoding(&params)?;
+    let p = checked_partition(&state, &topic, &partition)?;
+    let from = resume_point(&headers, &params)?;
+    let mut sub = Subscription {
+        state,
+        topic,
+        partition: p,
+        from,
+        enc,
+        buffered: VecDeque::new(),
+        done: false,
+    };
+    // A first read without waiting, so a bad offset or an unavailable stream
+    // is an ordinary HTTP error rather than an event.
+    let first = sub
+        .state
+        .engine
+        .read(&sub.topic, p, sub.request(Duration::ZERO))
+        .await?;
+    sub.from = ReadFrom::At(first.next_offset);
+    sub.buffered.extend(first.records);
+
+    let stream = futures::stream::unfold(sub, |mut sub| async move {
+        let event = sub.next().await?;
+        Some((Ok(event), sub))
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
+}

@@ -1,0 +1,303 @@
+//! An in-memory [`Engine`] for testing the front doors: a `Vec` of records
+//! per partition, honest offsets, long poll through [`Notify`], and knobs to
+//! inject failures. Not a model of a node: no durability, no ownership.
+
+use crate::api::*;
+use crate::ids::{NodeEpoch, Offset, StreamEpoch};
+use crate::meta::view::validate_topic_name;
+use crate::meta::TopicConfig;
+use crate::stream::batch::Record;
+use async_trait::async_trait;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{watch, Notify};
+use tokio::time::Instant;
+
+#[derive(Default)]
+struct Log {
+    /// Offsets below `start` have been truncated away.
+    start: u64,
+    /// `records[i]` is at offset `i`.
+    records: Vec<Record>,
+}
+
+#[derive(Default)]
+struct Partition {
+    log: Mutex<Log>,
+    appended: Notify,
+}
+
+struct Topic {
+    config: TopicConfig,
+    partitions: Vec<Arc<Partition>>,
+}
+
+pub struct FakeEngine {
+    limits: Limits,
+    topics: Mutex<BTreeMap<String, Topic>>,
+    /// Appends to this partition (or to any, with `None`) fail with the error.
+    fail_appends: Mutex<Option<(Option<u32>, ApiError)>>,
+    fail_reads: Mutex<Option<ApiError>>,
+    ended: watch::Sender<bool>,
+    ready: Mutex<ReadyStatus>,
+    /// Calls to `append` that reached the log.
+    pub append_calls: AtomicU64,
+}
+
+impl FakeEngine {
+    pub fn new(limits: Limits) -> Arc<Self> {
+        Arc::new(Self {
+            limits,
+            topics: Mutex::default(),
+            fail_appends: Mutex::default(),
+            fail_reads: Mutex::default(),
+            ended: watch::channel(false).0,
+            ready: Mutex::new(ReadyStatus {
+                ready: true,
+                node_id: "n1".into(),
+                epoch: NodeEpoch(3),
+                fenced: false,
+                lease_holder: true,
+                reason: None,
+            }),
+            append_calls: AtomicU64::new(0),
+        })
+    }
+
+    pub fn default_limits() -> Limits {
+        Limits {
+            max_record_bytes: 1024,
+            max_request_bytes: 64 * 1024,
+            max_wait: Duration::from_secs(30),
+        }
+    }
+
+    fn partition(&self, topic: &str, p: u32) -> ApiResult<Arc<Partition>> {
+        let topics = self.topics.lock().unwrap();
+        let t = topics
+            .get(topic)
+            .ok_or_else(|| ApiError::new(ErrorCode::TopicNotFound, format!("no topic {topic}")))?;
+        t.partitions
+            .get(p as usize)
+            .cloned()
+            .ok_or_else(|| ApiError::new(ErrorCode::PartitionNotFound, format!("no partition {p}")))
+    }
+
+    /// Every record of a partition, from offset 0.
+    pub fn records(&self, topic: &str, p: u32) -> Vec<Record> {
+        self.partition(topic, p).unwrap().log.lock().unwrap().records.clone()
+    }
+
+    /// Records in all partitions of a topic.
+    pub fn total_records(&self, topic: &str) -> usize {
+        let n = self.topics.lock().unwrap().get(topic).map_or(0, |t| t.partitions.len()) as u32;
+        (0..n).map(|p| self.records(topic, p).len()).sum()
+    }
+
+    pub fn truncate(&self, topic: &str, p: u32, start: u64) {
+        self.partition(topic, p).unwrap().log.lock().unwrap().start = start;
+    }
+
+    pub fn fail_appends(&self, partition: Option<u32>, e: Option<ApiError>) {
+        *self.fail_appends.lock().unwrap() = e.map(|e| (partition, e));
+    }
+
+    pub fn fail_reads(&self, e: Option<ApiError>) {
+        *self.fail_reads.lock().unwrap() = e;
+    }
+
+    pub fn end_live_reads(&self) {
+        self.ended.send_replace(true);
+    }
+
+    pub fn set_ready(&self, ready: bool, reason: Option<&str>) {
+        let mut r = self.ready.lock().unwrap();
+        r.ready = ready;
+        r.reason = reason.map(str::to_string);
+    }
+}
+
+fn collect(log: &Log, from: u64, req: &ReadRequest) -> ReadResult {
+    let mut records = Vec::new();
+    let mut bytes = 0;
+    for (i, r) in log.records.iter().enumerate().skip(from as usize).take(req.limit) {
+        let size = r.key.as_ref().map_or(0, |k| k.len()) + r.value.as_ref().map_or(0, |v| v.len());
+        if !records.is_empty() && bytes + size > req.max_bytes {
+            break;
+        }
+        bytes += size;
+        records.push((Offset(i as u64), r.clone()));
+    }
+    ReadResult {
+        next_offset: Offset(from + records.len() as u64),
+        records,
+        high_watermark: Offset(log.records.len() as u64),
+        start_offset: Offset(log.start),
+    }
+}
+
+#[async_trait]
+impl Engine for FakeEngine {
+    fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    async fn create_topic(&self, name: &str, partitions: u32, config: TopicConfig) -> ApiResult<TopicSummary> {
+        validate_topic_name(name).map_err(|m| ApiError::new(ErrorCode::InvalidTopicName, m))?;
+        let mut topics = self.topics.lock().unwrap();
+        if topics.contains_key(name) {
+            return Err(ApiError::new(ErrorCode::TopicExists, format!("topic {name} exists")));
+        }
+        let partitions_vec = (0..partitions).map(|_| Arc::default()).collect();
+        topics.insert(
+            name.to_string(),
+            Topic {
+                config,
+                partitions: partitions_vec,
+            },
+        );
+        Ok(TopicSummary {
+            name: name.to_string(),
+            partitions,
+        })
+    }
+
+    fn list_topics(&self) -> Vec<TopicSummary> {
+        let topics = self.topics.lock().unwrap();
+        topics
+            .iter()
+            .map(|(name, t)| TopicSummary {
+                name: name.clone(),
+                partitions: t.partitions.len() as u32,
+            })
+            .collect()
+    }
+
+    fn describe_topic(&self, name: &str) -> ApiResult<TopicDescription> {
+        let topics = self.topics.lock().unwrap();
+        let t = topics
+            .get(name)
+            .ok_or_else(|| ApiError::new(ErrorCode::TopicNotFound, format!("no topic {name}")))?;
+        let partition_info = t
+            .partitions
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let log = p.log.lock().unwrap();
+                PartitionInfo {
+                    partition: i as u32,
+                    owner: Some("n1".into()),
+                    stream_epoch: StreamEpoch(1),
+                    state: "open".into(),
+                    start_offset: Offset(log.start),
+                    end_offset: Offset(log.records.len() as u64),
+                }
+            })
+            .collect();
+        Ok(TopicDescription {
+            name: name.to_string(),
+            partitions: t.partitions.len() as u32,
+            config: t.config.clone(),
+            partition_info,
+        })
+    }
+
+    async fn delete_topic(&self, name: &str) -> ApiResult<()> {
+        match self.topics.lock().unwrap().remove(name) {
+            Some(_) => Ok(()),
+            None => Err(ApiError::new(ErrorCode::TopicNotFound, format!("no topic {name}"))),
+        }
+    }
+
+    fn partitions(&self, topic: &str) -> ApiResult<u32> {
+        let topics = self.topics.lock().unwrap();
+        topics
+            .get(topic)
+            .map(|t| t.partitions.len() as u32)
+            .ok_or_else(|| ApiError::new(ErrorCode::TopicNotFound, format!("no topic {topic}")))
+    }
+
+    async fn append(&self, topic: &str, partition: u32, records: Vec<Record>) -> ApiResult<Appended> {
+        assert!(!records.is_empty(), "the front door must not send empty appends");
+        let part = self.partition(topic, partition)?;
+        if let Some((p, e)) = self.fail_appends.lock().unwrap().clone() {
+            if p.is_none_or(|p| p == partition) {
+                return Err(e);
+            }
+        }
+        self.append_calls.fetch_add(1, Ordering::Relaxed);
+        let base = {
+            let mut log = part.log.lock().unwrap();
+            let base = log.records.len() as u64;
+            log.records.extend(records.iter().cloned());
+            base
+        };
+        part.appended.notify_waiters();
+        Ok(Appended {
+            base: Offset(base),
+            count: records.len() as u32,
+        })
+    }
+
+    async fn read(&self, topic: &str, partition: u32, req: ReadRequest) -> ApiResult<ReadResult> {
+        let part = self.partition(topic, partition)?;
+        let deadline = Instant::now() + req.wait;
+        let mut from = None;
+        loop {
+            if let Some(e) = self.fail_reads.lock().unwrap().clone() {
+                return Err(e);
+            }
+            let notified = part.appended.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            {
+                let log = part.log.lock().unwrap();
+                let end = log.records.len() as u64;
+                let at = *from.get_or_insert(match req.from {
+                    ReadFrom::Start => log.start,
+                    ReadFrom::End => end,
+                    ReadFrom::At(o) => o.get(),
+                });
+                if at < log.start || at > end {
+                    return Err(ApiError {
+                        code: ErrorCode::OffsetOutOfRange,
+                        message: format!("offset {at} is outside {}..={end}", log.start),
+                        start_offset: Some(Offset(log.start)),
+                    });
+                }
+                if at < end || Instant::now() >= deadline {
+                    return Ok(collect(&log, at, &req));
+                }
+            }
+            let _ = tokio::time::timeout_at(deadline, notified).await;
+        }
+    }
+
+    fn ready(&self) -> ReadyStatus {
+        self.ready.lock().unwrap().clone()
+    }
+
+    fn nodes(&self) -> NodesInfo {
+        NodesInfo {
+            lease_holder: Some("n1".into()),
+            nodes: vec![NodeInfo {
+                node_id: "n1".into(),
+                epoch: NodeEpoch(3),
+                heartbeats: 42,
+                fenced: false,
+                live: true,
+                draining: false,
+                http_addr: "127.0.0.1:8080".into(),
+                kafka_addr: "127.0.0.1:9092".into(),
+                open_streams: 2,
+            }],
+        }
+    }
+
+    async fn live_reads_ended(&self) {
+        let mut rx = self.ended.subscribe();
+        let _ = rx.wait_for(|ended| *ended).await;
+    }
+}

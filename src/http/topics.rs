@@ -1,0 +1,101 @@
+//! `/v1/topics`: create, list, describe, delete.
+
+use super::error::{HttpError, HttpResult};
+use super::Shared;
+use crate::api::{ApiError, ErrorCode};
+use crate::meta::view::validate_topic_name;
+use crate::meta::TopicConfig;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::Json;
+use serde::Deserialize;
+use serde_json::json;
+
+pub const MAX_PARTITIONS: i64 = 10_000;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CreateTopic {
+    name: String,
+    #[serde(default)]
+    partitions: Option<i64>,
+    #[serde(default)]
+    config: Option<TopicConfig>,
+}
+
+/// Maps a body that could not be read (too large, broken connection).
+pub(crate) fn body_error(r: BytesRejection) -> HttpError {
+    if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        HttpError::new(
+            ErrorCode::RequestTooLarge,
+            "request body exceeds the maximum request size",
+        )
+    } else {
+        HttpError::new(
+            ErrorCode::InvalidRequest,
+            format!("could not read the request body: {}", r.body_text()),
+        )
+    }
+}
+
+/// Maps a serde_json error: bad syntax is `invalid_json`, a well-formed body of
+/// the wrong shape is `invalid_request`.
+pub(crate) fn json_error(e: serde_json::Error) -> HttpError {
+    use serde_json::error::Category;
+    match e.classify() {
+        Category::Syntax | Category::Eof | Category::Io => {
+            HttpError::new(ErrorCode::InvalidJson, format!("body is not valid JSON: {e}"))
+        }
+        Category::Data => HttpError::new(ErrorCode::InvalidRequest, format!("invalid request body: {e}")),
+    }
+}
+
+pub async fn create(State(state): State<Shared>, body: Result<Bytes, BytesRejection>) -> HttpResult<impl IntoResponse> {
+    let body = body.map_err(body_error)?;
+    let req: CreateTopic = serde_json::from_slice(&body).map_err(json_error)?;
+    validate_topic_name(&req.name).map_err(|m| HttpError::new(ErrorCode::InvalidTopicName, m))?;
+    let partitions = req.partitions.unwrap_or(1);
+    if !(1..=MAX_PARTITIONS).contains(&partitions) {
+        return Err(HttpError::new(
+            ErrorCode::InvalidPartitionCount,
+            format!("partitions must be 1-{MAX_PARTITIONS}, got {partitions}"),
+        ));
+    }
+    let config = req.config.unwrap_or_default();
+    for (field, v) in [
+        ("retention_ms", config.retention_ms),
+        ("retention_bytes", config.retention_bytes),
+    ] {
+        if let Some(v) = v {
+            if v == 0 || v < -1 {
+                return Err(
+                    ApiError::invalid(format!("config.{field} must be positive or -1 (unlimited), got {v}")).into(),
+                );
+            }
+        }
+    }
+    let created = state
+        .engine
+        .create_topic(&req.name, partitions as u32, config.clone())
+        .await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(json!({ "name": created.name, "partitions": created.partitions, "config": config })),
+    ))
+}
+
+pub async fn list(State(state): State<Shared>) -> impl IntoResponse {
+    Json(json!({ "topics": state.engine.list_topics() }))
+}
+
+pub async fn describe(State(state): State<Shared>, Path(topic): Path<String>) -> HttpResult<impl IntoResponse> {
+    Ok(Json(state.engine.describe_topic(&topic)?))
+}
+
+pub async fn delete(State(state): State<Shared>, Path(topic): Path<String>) -> HttpResult<StatusCode> {
+    state.engine.delete_topic(&topic).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
