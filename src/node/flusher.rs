@@ -56,7 +56,7 @@ pub async fn flush_now(node: &Node, streams: &[Arc<OpenStream>]) {
         if size >= MAX_OBJECT_BYTES {
             break;
         }
-        if let Some(f) = s.begin_flush(node.config.flush_bytes.max(1).min(MAX_OBJECT_BYTES)) {
+        if let Some(f) = s.begin_flush(node.config.flush_bytes.clamp(1, MAX_OBJECT_BYTES)) {
             size += f.bytes;
             taken.push((s.clone(), f));
         }

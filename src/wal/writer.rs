@@ -57,10 +57,13 @@ pub fn incarnation_prefix(node: &NodeId, epoch: NodeEpoch) -> String {
 /// Per stream, the end offset of its last entry in a segment.
 type SegmentEnds = BTreeMap<StreamId, Offset>;
 
+/// Resolves when an append is durable (with its segment's seq) or failed.
+type Ack = oneshot::Sender<Result<SegmentSeq, WalError>>;
+
 struct Waiting {
     entries: Vec<WalEntry>,
     bytes: usize,
-    acks: Vec<oneshot::Sender<Result<SegmentSeq, WalError>>>,
+    acks: Vec<Ack>,
     first_at: Option<Instant>,
 }
 
@@ -80,7 +83,7 @@ struct State {
     next_seq: SegmentSeq,
     inflight: usize,
     /// Segments that landed but wait for an earlier one before acking.
-    landed: BTreeMap<SegmentSeq, (Vec<oneshot::Sender<Result<SegmentSeq, WalError>>>, SegmentEnds)>,
+    landed: BTreeMap<SegmentSeq, (Vec<Ack>, SegmentEnds)>,
     /// Acks of segments in flight, by seq (released in order).
     next_to_ack: SegmentSeq,
     /// Acknowledged segments not yet deleted, oldest first.
