@@ -1,0 +1,116 @@
+//! Real `sluice serve` processes for end-to-end tests.
+#![allow(dead_code)]
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A free loopback port (racy in theory; fine for tests on one machine).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Status of a plain GET on loopback, without an async runtime.
+pub fn http_status(port: u16, path: &str) -> Option<u16> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;
+    let mut head = [0u8; 12];
+    s.read_exact(&mut head).ok()?;
+    std::str::from_utf8(&head[9..12]).ok()?.parse().ok()
+}
+
+pub struct Server {
+    pub child: Child,
+    pub url: String,
+    pub node_id: String,
+    pub data_dir: PathBuf,
+    pub port: u16,
+    extra: Vec<String>,
+}
+
+impl Server {
+    /// Start `sluice serve` on `data_dir` and wait until `/ready` says so.
+    pub fn start(node_id: &str, data_dir: &Path, port: u16, extra: &[&str]) -> Server {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(data_dir.join(format!("{node_id}.log")))
+            .unwrap();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_sluice"));
+        cmd.arg("serve")
+            .args(["--node-id", node_id])
+            .args(["--data-dir", data_dir.to_str().unwrap()])
+            .args(["--http-addr", &format!("127.0.0.1:{port}")])
+            .args(["--kafka-addr", &format!("127.0.0.1:{}", free_port())])
+            .args([
+                "--heartbeat-interval-sec",
+                "1",
+                "--node-timeout-sec",
+                "4",
+                "--shutdown-drain-sec",
+                "0",
+            ])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log);
+        let child = cmd.spawn().expect("spawn sluice");
+        let server = Server {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+            node_id: node_id.to_string(),
+            data_dir: data_dir.to_path_buf(),
+            port,
+            extra: extra.iter().map(|s| s.to_string()).collect(),
+        };
+        server.wait_ready(Duration::from_secs(20));
+        server
+    }
+
+    pub fn wait_ready(&self, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if http_status(self.port, "/ready") == Some(200) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!(
+            "node {} was not ready in {timeout:?}; log: {}",
+            self.node_id,
+            self.log()
+        );
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.data_dir.join(format!("{}.log", self.node_id))).unwrap_or_default()
+    }
+
+    /// SIGKILL: no cleanup of any kind.
+    pub fn kill9(&mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+
+    /// SIGTERM, then wait for the exit status.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        self.child.wait().unwrap()
+    }
+
+    /// Start again with the same id, directory and port.
+    pub fn restart(&self) -> Server {
+        let extra: Vec<&str> = self.extra.iter().map(String::as_str).collect();
+        Server::start(&self.node_id, &self.data_dir, self.port, &extra)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
