@@ -133,16 +133,18 @@ async fn ensure_topic(client: &reqwest::Client, args: &BenchArgs) -> anyhow::Res
             resp.text().await.unwrap_or_default()
         );
     }
-    // Wait for placement: an empty append-free read succeeds once the stream is open.
+    // Wait for placement: every partition open on some node.
     for _ in 0..100 {
-        let r = client
-            .get(format!(
-                "{}/v1/topics/{}/partitions/0/records?offset=-1",
-                args.url, args.topic
-            ))
+        let d: serde_json::Value = client
+            .get(format!("{}/v1/topics/{}", args.url, args.topic))
             .send()
+            .await?
+            .json()
             .await?;
-        if r.status().is_success() {
+        if d["partition_info"]
+            .as_array()
+            .is_some_and(|ps| ps.iter().all(|p| p["state"] == "open"))
+        {
             return Ok(());
         }
         tokio::time::sleep(Duration::from_millis(100)).await;

@@ -55,23 +55,7 @@ async fn every_acknowledged_record_survives_sigkill_at_its_offset() {
         .await
         .unwrap();
     assert_eq!(created.status(), 201);
-    // Wait for placement.
-    for p in 0..PARTITIONS {
-        for _ in 0..100 {
-            let r = client
-                .get(format!(
-                    "{}/v1/topics/orders/partitions/{p}/records?offset=-1",
-                    node.url
-                ))
-                .send()
-                .await
-                .unwrap();
-            if r.status().is_success() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
+    assert!(support::http::wait_open(&client, &node.url, "orders").await);
 
     let acked: Arc<Mutex<BTreeMap<(u64, u64), String>>> = Arc::default();
     let stop = Arc::new(AtomicBool::new(false));
@@ -134,24 +118,14 @@ async fn every_acknowledged_record_survives_sigkill_at_its_offset() {
         .unwrap();
     assert_eq!(ready["epoch"], 2, "{ready}");
     // Wait until the streams are recovered and placed again.
+    assert!(
+        support::http::wait_open(&client, &node.url, "orders").await,
+        "not recovered; log:\n{}",
+        node.log()
+    );
     let mut found: BTreeMap<(u64, u64), String> = BTreeMap::new();
     for p in 0..PARTITIONS {
-        let mut records = Vec::new();
-        for _ in 0..200 {
-            let r = client
-                .get(format!(
-                    "{}/v1/topics/orders/partitions/{p}/records?offset=-1",
-                    node.url
-                ))
-                .send()
-                .await
-                .unwrap();
-            if r.status().is_success() {
-                records = read_partition(&client, &node.url, p).await;
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        let records = read_partition(&client, &node.url, p).await;
         for (i, (offset, _)) in records.iter().enumerate() {
             assert_eq!(*offset, i as u64, "offsets of partition {p} are dense from 0");
         }

@@ -263,11 +263,21 @@ impl Engine for Node {
         // Long poll: wait for the high watermark to pass `from`, the time to
         // run out, or live reads to end.
         let from = ReadFrom::At(first.next_offset);
-        let Some(s) = self.open_stream(stream) else {
-            return Ok(first);
+        let deadline = tokio::time::Instant::now() + req.wait.min(self.config.max_wait);
+        // A stream that is not open here (closed, being placed) can only
+        // grow once it is opened: wait for the view to open it here.
+        let s = loop {
+            let mut applied = self.meta.subscribe();
+            if let Some(s) = self.open_stream(stream) {
+                break s;
+            }
+            tokio::select! {
+                _ = applied.changed() => {}
+                _ = tokio::time::sleep_until(deadline) => return Ok(first),
+                _ = self.live_reads_ended() => return Err(ApiError::unavailable("node is shutting down")),
+            }
         };
         let mut hw = s.watch_high_watermark();
-        let deadline = tokio::time::Instant::now() + req.wait.min(self.config.max_wait);
         let target = first.next_offset;
         tokio::select! {
             _ = hw.wait_for(|h| *h > target) => {}

@@ -51,4 +51,5 @@ pub async fn eventually(timeout: Duration, mut f: impl FnMut() -> bool) -> bool 
     f()
 }
 
+pub mod http;
 pub mod process;
