@@ -17,6 +17,25 @@ pub enum BenchCmd {
     Consume(BenchArgs),
     /// Producers and a long-polling consumer; reports append-to-receive latency.
     E2e(BenchArgs),
+    /// The floor: bare create-if-absent PUTs of one size to a store, the
+    /// least any acknowledged append can cost.
+    Floor(FloorArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct FloorArgs {
+    /// Store to write to (file:///PATH or memory://); objects go under bench-floor/.
+    #[arg(long, env = "SLUICE_BENCH_STORE", default_value = "file:///tmp/sluice-bench-floor")]
+    pub store: String,
+    /// Bytes of each object.
+    #[arg(long, env = "SLUICE_BENCH_OBJECT_BYTES", default_value_t = 4096)]
+    pub object_bytes: usize,
+    /// Number of sequential PUTs.
+    #[arg(long, env = "SLUICE_BENCH_COUNT", default_value_t = 500)]
+    pub count: usize,
+    /// Print the result as JSON.
+    #[arg(long, env = "SLUICE_BENCH_JSON")]
+    pub json: bool,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -96,15 +115,20 @@ impl Percentiles {
 
 impl BenchCmd {
     pub async fn run(self) -> anyhow::Result<()> {
+        if let BenchCmd::Floor(f) = &self {
+            return floor(f).await;
+        }
         let (mode, args) = match &self {
             BenchCmd::Produce(a) => ("produce", a),
             BenchCmd::Consume(a) => ("consume", a),
             BenchCmd::E2e(a) => ("e2e", a),
+            BenchCmd::Floor(_) => unreachable!("handled above"),
         };
         let report = match self {
             BenchCmd::Produce(ref a) => produce(a).await?,
             BenchCmd::Consume(ref a) => consume(a).await?,
             BenchCmd::E2e(ref a) => e2e(a).await?,
+            BenchCmd::Floor(_) => unreachable!("handled above"),
         };
         if args.json {
             println!("{}", serde_json::to_string(&report)?);
@@ -168,6 +192,31 @@ fn progress(shared: Arc<Shared>, total: Duration) -> tokio::task::JoinHandle<()>
         }
         eprintln!();
     })
+}
+
+async fn floor(args: &FloorArgs) -> anyhow::Result<()> {
+    let store = crate::store::open_url(&args.store)?;
+    let body = bytes::Bytes::from(vec![b'f'; args.object_bytes]);
+    let run = format!("bench-floor/{:016x}", rand::random::<u64>());
+    let mut lat = Vec::with_capacity(args.count);
+    for i in 0..args.count {
+        let t = Instant::now();
+        store.put_if_absent(&format!("{run}/{i:08}"), body.clone()).await?;
+        lat.push(t.elapsed());
+    }
+    for i in 0..args.count {
+        store.delete(&format!("{run}/{i:08}")).await?;
+    }
+    let p = Percentiles::of(&mut lat);
+    if args.json {
+        println!("{}", serde_json::json!({"mode": "floor", "object_bytes": args.object_bytes, "count": args.count, "latency_ms": p}));
+    } else {
+        println!(
+            "floor: {} create-if-absent PUTs of {} bytes to {}: latency ms p50 {:.2} p90 {:.2} p99 {:.2} max {:.2}",
+            args.count, args.object_bytes, args.store, p.p50, p.p90, p.p99, p.max
+        );
+    }
+    Ok(())
 }
 
 fn record_value(size: usize, seq: u64) -> String {
