@@ -79,6 +79,8 @@ pub struct Report {
     pub requests: u64,
     pub records: u64,
     pub errors: u64,
+    /// Failed requests by HTTP status (`"connect"` when there was no answer).
+    pub errors_by_status: std::collections::BTreeMap<String, u64>,
     pub records_per_sec: f64,
     pub mib_per_sec: f64,
     pub latency_ms: Percentiles,
@@ -135,8 +137,8 @@ impl BenchCmd {
         } else {
             let l = &report.latency_ms;
             println!(
-                "{mode}: {} records in {:.1}s = {:.0} records/s ({:.2} MiB/s), {} errors; latency ms p50 {:.2} p90 {:.2} p99 {:.2} p99.9 {:.2} max {:.2}",
-                report.records, report.duration_sec, report.records_per_sec, report.mib_per_sec, report.errors, l.p50, l.p90, l.p99, l.p999, l.max
+                "{mode}: {} records in {:.1}s = {:.0} records/s ({:.2} MiB/s), {} errors {:?}; latency ms p50 {:.2} p90 {:.2} p99 {:.2} p99.9 {:.2} max {:.2}",
+                report.records, report.duration_sec, report.records_per_sec, report.mib_per_sec, report.errors, report.errors_by_status, l.p50, l.p90, l.p99, l.p999, l.max
             );
         }
         Ok(())
@@ -209,7 +211,10 @@ async fn floor(args: &FloorArgs) -> anyhow::Result<()> {
     }
     let p = Percentiles::of(&mut lat);
     if args.json {
-        println!("{}", serde_json::json!({"mode": "floor", "object_bytes": args.object_bytes, "count": args.count, "latency_ms": p}));
+        println!(
+            "{}",
+            serde_json::json!({"mode": "floor", "object_bytes": args.object_bytes, "count": args.count, "latency_ms": p})
+        );
     } else {
         println!(
             "floor: {} create-if-absent PUTs of {} bytes to {}: latency ms p50 {:.2} p90 {:.2} p99 {:.2} max {:.2}",
@@ -232,6 +237,7 @@ struct Shared {
     done: AtomicU64,
     stop: AtomicBool,
     errors: AtomicU64,
+    errors_by_status: Mutex<std::collections::BTreeMap<String, u64>>,
     latencies: Mutex<Vec<Duration>>,
 }
 
@@ -244,6 +250,7 @@ async fn produce(args: &BenchArgs) -> anyhow::Result<Report> {
         done: AtomicU64::new(0),
         stop: AtomicBool::new(false),
         errors: AtomicU64::new(0),
+        errors_by_status: Mutex::default(),
         latencies: Mutex::new(Vec::new()),
     });
     let total = Duration::from_secs(args.duration_sec);
@@ -270,17 +277,19 @@ async fn produce(args: &BenchArgs) -> anyhow::Result<Report> {
                     })
                     .collect();
                 let t = Instant::now();
-                let ok = match client.post(&url).json(&serde_json::json!({"records": records})).send().await {
-                    Ok(r) => r.status().is_success(),
-                    Err(_) => false,
+                let status = match client.post(&url).json(&serde_json::json!({"records": records})).send().await {
+                    Ok(r) if r.status().is_success() => None,
+                    Ok(r) => Some(r.status().as_u16().to_string()),
+                    Err(_) => Some("connect".to_string()),
                 };
                 let took = t.elapsed();
-                if ok {
-                    shared.done.fetch_add(args.batch as u64, Ordering::Relaxed);
-                    shared.latencies.lock().unwrap().push(took);
-                } else {
+                if let Some(status) = status {
+                    *shared.errors_by_status.lock().unwrap().entry(status).or_default() += 1;
                     shared.errors.fetch_add(1, Ordering::Relaxed);
                     tokio::time::sleep(Duration::from_millis(10)).await;
+                } else {
+                    shared.done.fetch_add(args.batch as u64, Ordering::Relaxed);
+                    shared.latencies.lock().unwrap().push(took);
                 }
             }
         }));
@@ -293,6 +302,7 @@ async fn produce(args: &BenchArgs) -> anyhow::Result<Report> {
     let elapsed = started.elapsed().as_secs_f64();
     let mut lat = std::mem::take(&mut *shared.latencies.lock().unwrap());
     let records = shared.done.load(Ordering::Relaxed);
+    let errors_by_status = std::mem::take(&mut *shared.errors_by_status.lock().unwrap());
     Ok(Report {
         mode: "produce".into(),
         producers: args.producers,
@@ -302,6 +312,7 @@ async fn produce(args: &BenchArgs) -> anyhow::Result<Report> {
         requests: lat.len() as u64,
         records,
         errors: shared.errors.load(Ordering::Relaxed),
+        errors_by_status,
         records_per_sec: records as f64 / elapsed,
         mib_per_sec: records as f64 * args.record_bytes as f64 / elapsed / (1 << 20) as f64,
         latency_ms: Percentiles::of(&mut lat),
@@ -349,6 +360,7 @@ async fn consume(args: &BenchArgs) -> anyhow::Result<Report> {
         requests: lat.len() as u64,
         records,
         errors: 0,
+        errors_by_status: Default::default(),
         records_per_sec: records as f64 / elapsed,
         mib_per_sec: bytes as f64 / elapsed / (1 << 20) as f64,
         latency_ms: Percentiles::of(&mut lat),
@@ -418,6 +430,7 @@ async fn e2e(args: &BenchArgs) -> anyhow::Result<Report> {
         requests: records,
         records,
         errors,
+        errors_by_status: Default::default(),
         records_per_sec: records as f64 / elapsed,
         mib_per_sec: records as f64 * args.record_bytes as f64 / elapsed / (1 << 20) as f64,
         latency_ms: Percentiles::of(&mut lat),

@@ -18,11 +18,21 @@ use support::{config, eventually};
 async fn appends_past_the_buffer_limit_are_throttled_until_the_wal_catches_up() {
     let wal = FaultyStore::new(Arc::new(MemoryStore::new()), FaultConfig::default());
     let mut backends = support::memory_backends();
-    backends = Backends { wal: Arc::new(wal.clone()), ..backends };
+    backends = Backends {
+        wal: Arc::new(wal.clone()),
+        ..backends
+    };
     let limit = 1 << 20;
     let cfg = config(
         "n1",
-        &["--max-buffered-bytes", &limit.to_string(), "--max-request-bytes", "262144", "--max-record-bytes", "131072"],
+        &[
+            "--max-buffered-bytes",
+            &limit.to_string(),
+            "--max-request-bytes",
+            "262144",
+            "--max-record-bytes",
+            "131072",
+        ],
     );
     let node = Node::start_with(cfg, backends).await.unwrap();
     node.create_topic("t", 1, Default::default()).await.unwrap();
@@ -38,7 +48,17 @@ async fn appends_past_the_buffer_limit_are_throttled_until_the_wal_catches_up() 
         let n = node.clone();
         let v = value.clone();
         let task = tokio::spawn(async move {
-            n.append("t", 0, vec![Record { timestamp_ms: 1, key: None, value: Some(v), headers: vec![] }]).await
+            n.append(
+                "t",
+                0,
+                vec![Record {
+                    timestamp_ms: 1,
+                    key: None,
+                    value: Some(v),
+                    headers: vec![],
+                }],
+            )
+            .await
         });
         tokio::time::sleep(Duration::from_millis(5)).await;
         if task.is_finished() {
@@ -48,11 +68,19 @@ async fn appends_past_the_buffer_limit_are_throttled_until_the_wal_catches_up() 
         } else {
             pending.push(task);
         }
-        assert!(node.budget.used() <= limit, "buffered {} > limit {limit}", node.budget.used());
+        assert!(
+            node.budget.used() <= limit,
+            "buffered {} > limit {limit}",
+            node.budget.used()
+        );
     }
     assert!(throttled > 0, "64 x 64 KiB must overflow a 1 MiB buffer");
     assert!(!pending.is_empty());
-    eprintln!("{} appends accepted and waiting, {throttled} throttled, {} bytes buffered", pending.len(), node.budget.used());
+    eprintln!(
+        "{} appends accepted and waiting, {throttled} throttled, {} bytes buffered",
+        pending.len(),
+        node.budget.used()
+    );
 
     // The store heals: every accepted append is acknowledged, densely.
     wal.set_unavailable(false);

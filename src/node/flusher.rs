@@ -23,6 +23,7 @@ pub async fn run(node: Arc<Node>) {
         if node.phase() == Phase::Fenced {
             return;
         }
+        telemetry::gauge("buffered_bytes", &[], node.budget.used() as f64);
         let due = due_streams(&node);
         if !due.is_empty() {
             flush_now(&node, &due).await;
