@@ -223,3 +223,46 @@ pub trait Engine: Send + Sync + 'static {
     /// Resolves when live reads must end (shutdown step 3).
     async fn live_reads_ended(&self);
 }
+
+tokio::task_local! {
+    /// Set while serving a request another node forwarded to this one, so it
+    /// is never forwarded again (routing is one hop).
+    pub static FORWARDED: bool;
+}
+
+/// Whether the current request was forwarded by another node.
+pub fn is_forwarded() -> bool {
+    FORWARDED.try_with(|f| *f).unwrap_or(false)
+}
+
+/// The header that marks a forwarded request.
+pub const FORWARDED_HEADER: &str = "sluice-forwarded";
+
+impl ErrorCode {
+    /// The code for its wire name (from another node's error body).
+    pub fn from_wire(s: &str) -> Option<ErrorCode> {
+        use ErrorCode::*;
+        [
+            InvalidRequest,
+            InvalidTopicName,
+            InvalidPartitionCount,
+            InvalidOffset,
+            InvalidJson,
+            Unauthenticated,
+            Forbidden,
+            TopicNotFound,
+            PartitionNotFound,
+            TokenNotFound,
+            NotFound,
+            TopicExists,
+            RecordTooLarge,
+            RequestTooLarge,
+            OffsetOutOfRange,
+            Throttled,
+            Unavailable,
+            Internal,
+        ]
+        .into_iter()
+        .find(|c| c.as_str() == s)
+    }
+}

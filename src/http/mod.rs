@@ -95,8 +95,16 @@ pub fn router(engine: Arc<dyn Engine>) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(limits.max_request_bytes))
+        .layer(axum::middleware::from_fn(mark_forwarded))
         .layer(axum::middleware::from_fn(observe))
         .with_state(state)
+}
+
+/// Requests another node forwarded are served with `api::FORWARDED` set,
+/// so they are never forwarded again.
+async fn mark_forwarded(req: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
+    let forwarded = req.headers().contains_key(crate::api::FORWARDED_HEADER);
+    crate::api::FORWARDED.scope(forwarded, next.run(req)).await
 }
 
 /// Counts every request by method and status and times it (until the

@@ -37,6 +37,9 @@ struct Subscription {
     enc: Encoding,
     buffered: VecDeque<(Offset, Record)>,
     done: bool,
+    /// Whether the subscription itself was forwarded here (then its reads
+    /// are never forwarded again).
+    forwarded: bool,
 }
 
 fn error_event(e: &ApiError) -> Event {
@@ -67,7 +70,8 @@ impl Subscription {
             }
             let engine = self.state.engine.clone();
             let req = self.request(KEEP_ALIVE);
-            let read = engine.read(&self.topic, self.partition, req);
+            // The body is polled outside the request's task-local scope.
+            let read = crate::api::FORWARDED.scope(self.forwarded, engine.read(&self.topic, self.partition, req));
             let result = tokio::select! {
                 _ = engine.live_reads_ended() => {
                     Err(ApiError::unavailable("the node is shutting down; reconnect with Last-Event-ID"))
@@ -118,6 +122,7 @@ pub async fn subscribe(
         enc,
         buffered: VecDeque::new(),
         done: false,
+        forwarded: crate::api::is_forwarded(),
     };
     // A first read without waiting, so a bad offset or an unavailable stream
     // is an ordinary HTTP error rather than an event.

@@ -46,6 +46,21 @@ impl Node {
         ApiError::unavailable(why)
     }
 
+    /// The advertised HTTP address of the live owner of `stream`, if that is
+    /// another node and this request may be forwarded.
+    fn forward_target(&self, stream: StreamId) -> Option<String> {
+        if is_forwarded() {
+            return None; // one hop only
+        }
+        let view = self.meta.view();
+        match &view.streams.get(&stream)?.state {
+            StreamState::Open { node, node_epoch } if node != &self.id && view.is_live(node, *node_epoch) => {
+                Some(view.nodes[node].http_addr.clone())
+            }
+            _ => None,
+        }
+    }
+
     fn check_serving(&self) -> ApiResult<()> {
         match self.phase() {
             Phase::Ready | Phase::Draining => Ok(()),
@@ -238,7 +253,12 @@ impl Engine for Node {
         if self.phase() != Phase::Ready {
             return Err(ApiError::unavailable(format!("node is {}", self.phase().as_str())));
         }
-        let s = self.open_stream(stream).ok_or_else(|| self.not_here(stream))?;
+        let Some(s) = self.open_stream(stream) else {
+            return match self.forward_target(stream) {
+                Some(addr) => self.forwarder.append(&addr, topic, partition, &records).await,
+                None => Err(self.not_here(stream)),
+            };
+        };
         let started = tokio::time::Instant::now();
         let result = s.append(&self.wal, &records).await;
         let outcome = if result.is_ok() { "ok" } else { "error" };
@@ -254,8 +274,17 @@ impl Engine for Node {
         self.check_serving()?;
         let req = ReadRequest {
             limit: req.limit.max(1),
+            wait: req.wait.min(self.config.max_wait),
             ..req
         };
+        if self.open_stream(stream).is_none() {
+            if let Some(addr) = self.forward_target(stream) {
+                return tokio::select! {
+                    r = self.forwarder.read(&addr, topic, partition, &req) => r,
+                    _ = self.live_reads_ended() => Err(ApiError::unavailable("node is shutting down")),
+                };
+            }
+        }
         let (first, at_end) = self.read_once(stream, req.from, &req).await?;
         if !at_end || req.wait.is_zero() {
             return Ok(first);

@@ -5,6 +5,7 @@
 
 mod engine;
 pub mod flusher;
+pub mod forward;
 pub mod keys;
 
 use crate::config::Config;
@@ -71,6 +72,7 @@ pub struct Node {
     pub wal: WalWriter,
     pub budget: Arc<Budget>,
     pub reader: ChunkReader,
+    forwarder: forward::Forwarder,
     streams: RwLock<HashMap<StreamId, Arc<OpenStream>>>,
     phase: watch::Sender<Phase>,
     live_reads_end: watch::Sender<bool>,
@@ -121,6 +123,7 @@ impl Node {
         let node = Arc::new(Node {
             budget: Arc::new(Budget::new(config.max_buffered_bytes)),
             reader: ChunkReader::new(backends.data.clone(), config.read_cache_bytes),
+            forwarder: forward::Forwarder::default(),
             config,
             id,
             epoch,

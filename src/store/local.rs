@@ -39,6 +39,9 @@ use std::sync::{Arc, Mutex};
 /// Name of the directory (directly under the root) holding in-flight writes.
 const TMP_DIR: &str = ".tmp";
 
+/// Age after which a temp file can only belong to an interrupted write.
+const STALE_TEMP: std::time::Duration = std::time::Duration::from_secs(600);
+
 /// A durable object store rooted at a local directory.
 ///
 /// Clones share the root and the cache of directories known to be durable.
@@ -66,7 +69,10 @@ struct Inner {
 impl LocalStore {
     /// Open (creating if needed) a store rooted at `root`, and delete the
     /// temp files of writes that were interrupted by a crash: they were
-    /// never linked, so no object refers to them.
+    /// never linked, so no object refers to them. Several processes may
+    /// share a root (several nodes on one `--data-dir`), so only temp files
+    /// older than [`STALE_TEMP`] are removed: a live write holds its temp
+    /// file for milliseconds.
     pub fn open(root: impl AsRef<Path>) -> io::Result<Self> {
         let root = root.as_ref().to_path_buf();
         if !root.is_dir() {
@@ -84,7 +90,13 @@ impl LocalStore {
         let mut removed = false;
         for entry in fs::read_dir(&tmp)? {
             let entry = entry?;
-            if entry.file_type()?.is_file() {
+            let meta = entry.metadata()?;
+            let stale = meta
+                .modified()
+                .ok()
+                .and_then(|m| m.elapsed().ok())
+                .is_some_and(|age| age >= STALE_TEMP);
+            if meta.is_file() && stale {
                 match fs::remove_file(entry.path()) {
                     Ok(()) => removed = true,
                     Err(e) if e.kind() == ErrorKind::NotFound => {}
@@ -434,8 +446,19 @@ mod tests {
         LocalStore::open(dir.path()).unwrap();
         let stale = dir.path().join(TMP_DIR).join("12345-0-deadbeef");
         fs::write(&stale, b"half a write").unwrap();
+        let old = std::time::SystemTime::now() - STALE_TEMP - std::time::Duration::from_secs(1);
+        fs::File::options()
+            .write(true)
+            .open(&stale)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        // Another live process's write in progress is left alone.
+        let live = dir.path().join(TMP_DIR).join("999-0-cafe");
+        fs::write(&live, b"being written").unwrap();
         let store = LocalStore::open(dir.path()).unwrap();
         assert!(!stale.exists(), "stale temp file survived open");
+        assert!(live.exists(), "a fresh temp file of another process was removed");
         assert!(store.list("").await.unwrap().is_empty(), "temp files are never listed");
     }
 

@@ -1,0 +1,154 @@
+//! Routing: a node that does not own a stream forwards appends and reads to
+//! the owner's advertised HTTP address, one hop, marked so the owner never
+//! forwards again. Bytes travel base64-encoded so any record round-trips.
+
+use crate::api::{ApiError, ApiResult, Appended, ErrorCode, ReadFrom, ReadRequest, ReadResult, FORWARDED_HEADER};
+use crate::ids::Offset;
+use crate::stream::batch::Record;
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine as _;
+use bytes::Bytes;
+use serde_json::{json, Map, Value};
+use std::time::Duration;
+
+#[derive(Debug, Clone)]
+pub struct Forwarder {
+    client: reqwest::Client,
+}
+
+impl Default for Forwarder {
+    fn default() -> Self {
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(2))
+            .pool_idle_timeout(Duration::from_secs(30))
+            .build()
+            .expect("HTTP client");
+        Self { client }
+    }
+}
+
+fn b64(b: &Option<Bytes>) -> Value {
+    b.as_ref().map_or(Value::Null, |b| Value::String(B64.encode(b)))
+}
+
+fn unb64(v: &Value, what: &str) -> ApiResult<Option<Bytes>> {
+    match v {
+        Value::Null => Ok(None),
+        Value::String(s) => B64
+            .decode(s)
+            .map(|b| Some(Bytes::from(b)))
+            .map_err(|e| ApiError::new(ErrorCode::Internal, format!("owner sent bad base64 in {what}: {e}"))),
+        other => Err(ApiError::new(
+            ErrorCode::Internal,
+            format!("owner sent {what} = {other}"),
+        )),
+    }
+}
+
+fn unreachable_owner(addr: &str, e: impl std::fmt::Display) -> ApiError {
+    ApiError::unavailable(format!("owner at {addr} unreachable: {e}"))
+}
+
+/// Turn the owner's error answer into ours.
+async fn error_from(addr: &str, resp: reqwest::Response) -> ApiError {
+    let status = resp.status();
+    let body: Value = resp.json().await.unwrap_or(Value::Null);
+    let err = &body["error"];
+    let code = err["code"]
+        .as_str()
+        .and_then(ErrorCode::from_wire)
+        .unwrap_or(ErrorCode::Unavailable);
+    let mut e = ApiError::new(code, err["message"].as_str().unwrap_or("").to_string());
+    if e.message.is_empty() {
+        e.message = format!("owner at {addr} answered {status}");
+    }
+    e.start_offset = err["start_offset"].as_u64().map(Offset);
+    e
+}
+
+impl Forwarder {
+    pub async fn append(&self, addr: &str, topic: &str, partition: u32, records: &[Record]) -> ApiResult<Appended> {
+        let records: Vec<Value> = records
+            .iter()
+            .map(|r| {
+                let headers: Map<String, Value> = r.headers.iter().map(|(k, v)| (k.clone(), b64(v))).collect();
+                json!({"key": b64(&r.key), "value": b64(&r.value), "headers": headers})
+            })
+            .collect();
+        let url = format!("http://{addr}/v1/topics/{topic}/partitions/{partition}/records?encoding=base64");
+        let resp = self
+            .client
+            .post(url)
+            .header(FORWARDED_HEADER, "1")
+            .json(&json!({ "records": records }))
+            .send()
+            .await
+            .map_err(|e| unreachable_owner(addr, e))?;
+        if !resp.status().is_success() {
+            return Err(error_from(addr, resp).await);
+        }
+        let body: Value = resp.json().await.map_err(|e| unreachable_owner(addr, e))?;
+        match (body["base_offset"].as_u64(), body["count"].as_u64()) {
+            (Some(base), Some(count)) => Ok(Appended {
+                base: Offset(base),
+                count: count as u32,
+            }),
+            _ => Err(ApiError::new(
+                ErrorCode::Internal,
+                format!("owner at {addr} answered {body}"),
+            )),
+        }
+    }
+
+    pub async fn read(&self, addr: &str, topic: &str, partition: u32, req: &ReadRequest) -> ApiResult<ReadResult> {
+        let mut url = format!(
+            "http://{addr}/v1/topics/{topic}/partitions/{partition}/records?encoding=base64&limit={}&max_bytes={}&wait_ms={}",
+            req.limit.min(10_000),
+            req.max_bytes,
+            req.wait.as_millis()
+        );
+        match req.from {
+            ReadFrom::Start => {}
+            ReadFrom::End => url.push_str("&offset=-1"),
+            ReadFrom::At(o) => url.push_str(&format!("&offset={}", o.0)),
+        }
+        let resp = self
+            .client
+            .get(url)
+            .header(FORWARDED_HEADER, "1")
+            .timeout(req.wait + Duration::from_secs(10))
+            .send()
+            .await
+            .map_err(|e| unreachable_owner(addr, e))?;
+        if !resp.status().is_success() {
+            return Err(error_from(addr, resp).await);
+        }
+        let body: Value = resp.json().await.map_err(|e| unreachable_owner(addr, e))?;
+        let mut records = Vec::new();
+        for r in body["records"].as_array().into_iter().flatten() {
+            let headers = match r["headers"].as_object() {
+                Some(h) => h
+                    .iter()
+                    .map(|(k, v)| Ok((k.clone(), unb64(v, "a header")?)))
+                    .collect::<ApiResult<Vec<_>>>()?,
+                None => Vec::new(),
+            };
+            records.push((
+                Offset(r["offset"].as_u64().unwrap_or_default()),
+                Record {
+                    timestamp_ms: r["timestamp"].as_i64().unwrap_or_default(),
+                    key: unb64(&r["key"], "a key")?,
+                    value: unb64(&r["value"], "a value")?,
+                    headers,
+                },
+            ));
+        }
+        let offset = |k: &str| Offset(body[k].as_u64().unwrap_or_default());
+        Ok(ReadResult {
+            records,
+            next_offset: offset("next_offset"),
+            high_watermark: offset("high_watermark"),
+            start_offset: offset("start_offset"),
+        })
+    }
+}

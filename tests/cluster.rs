@@ -1,0 +1,282 @@
+//! In-process clusters on shared in-memory stores: routing, failover after a
+//! crash, clean shutdown, metadata outages, and the liveness table of the
+//! failover page.
+
+mod support;
+
+use bytes::Bytes;
+use sluice::api::{Engine, ErrorCode, ReadFrom, ReadRequest};
+use sluice::ids::{NodeId, Offset, StreamId};
+use sluice::meta::StreamState;
+use sluice::node::{Backends, Node, Phase};
+use sluice::store::{FaultConfig, FaultyStore, MemoryStore};
+use sluice::stream::batch::Record;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use support::{config, eventually};
+
+/// A node serving HTTP on an ephemeral port it advertises.
+async fn spawn_node(id: &str, backends: Backends, extra: &[&str]) -> Arc<Node> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let mut flags = vec!["--advertised-http-addr", &addr];
+    flags.extend_from_slice(extra);
+    let node = Node::start_with(config(id, &flags), backends).await.unwrap();
+    let app = sluice::http::router(node.clone());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    node
+}
+
+fn rec(v: &str) -> Record {
+    Record {
+        timestamp_ms: 1,
+        key: None,
+        value: Some(Bytes::from(v.to_string())),
+        headers: vec![],
+    }
+}
+
+fn all(from: u64) -> ReadRequest {
+    ReadRequest {
+        from: ReadFrom::At(Offset(from)),
+        limit: 10_000,
+        max_bytes: usize::MAX,
+        wait: Duration::ZERO,
+    }
+}
+
+fn stream_id(node: &Node, topic: &str, p: u32) -> StreamId {
+    StreamId::new(node.meta.view().topics[topic].id, p)
+}
+
+fn owner(node: &Node, s: StreamId) -> Option<String> {
+    match &node.meta.view().streams[&s].state {
+        StreamState::Open { node, .. } => Some(node.to_string()),
+        _ => None,
+    }
+}
+
+async fn all_open(node: &Node, topic: &str) -> bool {
+    eventually(Duration::from_secs(20), || {
+        let v = node.meta.view();
+        let t = &v.topics[topic];
+        let open = v
+            .topic_streams(t)
+            .all(|(_, r)| matches!(r.state, StreamState::Open { .. }));
+        open
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_to_a_non_owner_are_forwarded_to_the_owner() {
+    let backends = support::memory_backends();
+    let a = spawn_node("a", backends.clone(), &[]).await;
+    let b = spawn_node("b", backends.clone(), &[]).await;
+    a.create_topic("t", 4, Default::default()).await.unwrap();
+    assert!(all_open(&a, "t").await);
+    b.meta.wait_for(a.meta.applied()).await;
+    // Every partition, through both nodes: one of them is not the owner.
+    for p in 0..4 {
+        for (i, n) in [&a, &b].into_iter().enumerate() {
+            let got = n.append("t", p, vec![rec(&format!("p{p}-{i}"))]).await.unwrap();
+            assert_eq!(got.base, Offset(i as u64));
+        }
+        for n in [&a, &b] {
+            let r = n.read("t", p, all(0)).await.unwrap();
+            let values: Vec<_> = r.records.iter().map(|(_, r)| r.value.clone().unwrap()).collect();
+            assert_eq!(
+                values,
+                vec![Bytes::from(format!("p{p}-0")), Bytes::from(format!("p{p}-1"))]
+            );
+        }
+    }
+    // A long poll through the non-owner wakes on an append through the owner.
+    let s = stream_id(&a, "t", 0);
+    let (owner_node, other) = if owner(&a, s).as_deref() == Some("a") {
+        (a.clone(), b.clone())
+    } else {
+        (b.clone(), a.clone())
+    };
+    let poll = tokio::spawn(async move {
+        let req = ReadRequest {
+            from: ReadFrom::At(Offset(2)),
+            limit: 10,
+            max_bytes: 1 << 20,
+            wait: Duration::from_secs(10),
+        };
+        other.read("t", 0, req).await.unwrap()
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    owner_node.append("t", 0, vec![rec("late")]).await.unwrap();
+    let r = poll.await.unwrap();
+    assert_eq!(r.records[0].1.value.as_deref(), Some(&b"late"[..]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crashed_nodes_streams_are_recovered_and_placed_on_a_live_node() {
+    let backends = support::memory_backends();
+    let a = spawn_node("a", backends.clone(), &["--flush-interval-sec", "3600"]).await;
+    let b = spawn_node("b", backends.clone(), &["--flush-interval-sec", "3600"]).await;
+    a.create_topic("t", 4, Default::default()).await.unwrap();
+    assert!(all_open(&a, "t").await);
+    let mut acked = BTreeMap::new();
+    for i in 0..40u32 {
+        let p = i % 4;
+        let got = a.append("t", p, vec![rec(&format!("v{i}"))]).await.unwrap();
+        acked.insert((p, got.base.0), format!("v{i}"));
+    }
+    let victim = if a.meta.view().holds_lease(&NodeId::new("a"), a.epoch) {
+        b.clone()
+    } else {
+        a.clone()
+    };
+    let survivor = if Arc::ptr_eq(&victim, &a) { b.clone() } else { a.clone() };
+    let victim_streams = victim.open_streams().len();
+    let crashed_at = Instant::now();
+    victim.crash();
+    // Fenced after the node timeout (4 heartbeats of 1 s), recovered, placed.
+    assert!(
+        eventually(Duration::from_secs(20), || {
+            let v = survivor.meta.view();
+            v.nodes[&victim.id].fenced && v.open_streams_of(&survivor.id, survivor.epoch).len() == 4
+        })
+        .await
+    );
+    eprintln!(
+        "{victim_streams} streams moved {:?} after the crash",
+        crashed_at.elapsed()
+    );
+    for ((p, offset), value) in &acked {
+        let r = survivor.read("t", *p, all(*offset)).await.unwrap();
+        assert_eq!(
+            r.records[0].1.value.as_deref(),
+            Some(value.as_bytes()),
+            "partition {p} offset {offset}"
+        );
+    }
+    assert_eq!(survivor.ready().fenced, false);
+    assert!(survivor
+        .nodes()
+        .nodes
+        .iter()
+        .any(|n| n.node_id == victim.id.to_string() && n.fenced));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clean_shutdown_hands_streams_over_in_about_a_second() {
+    let backends = support::memory_backends();
+    let a = spawn_node("a", backends.clone(), &[]).await;
+    let b = spawn_node("b", backends.clone(), &[]).await;
+    a.create_topic("t", 4, Default::default()).await.unwrap();
+    assert!(all_open(&a, "t").await);
+    for p in 0..4 {
+        a.append("t", p, vec![rec("before")]).await.unwrap();
+    }
+    let started = Instant::now();
+    b.shutdown(async {}).await;
+    assert_eq!(b.phase(), Phase::Stopped);
+    a.meta.wait_for(b.meta.applied()).await;
+    assert!(a.meta.view().nodes[&b.id].fenced, "the node fenced itself");
+    assert!(eventually(Duration::from_secs(10), || a.open_streams().len() == 4).await);
+    let handoff = started.elapsed();
+    eprintln!("clean handoff took {handoff:?}");
+    for p in 0..4 {
+        let got = a.append("t", p, vec![rec("after")]).await.unwrap();
+        assert_eq!(got.base, Offset(1), "nothing lost, offsets continue");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn during_a_metadata_outage_appends_go_on_metadata_changes_fail_fast_and_nobody_is_fenced() {
+    let log_store = FaultyStore::new(Arc::new(MemoryStore::new()), FaultConfig::default());
+    let log: sluice::meta::DynLog = Arc::new(sluice::meta::store_log::StoreLog::new(Arc::new(log_store.clone()), ""));
+    let backends = Backends {
+        log,
+        ..support::memory_backends()
+    };
+    let a = spawn_node("a", backends.clone(), &[]).await;
+    let b = spawn_node("b", backends.clone(), &[]).await;
+    a.create_topic("t", 2, Default::default()).await.unwrap();
+    assert!(all_open(&a, "t").await);
+    log_store.set_unavailable(true);
+    // Wait past two node timeouts: nobody may be fenced.
+    let outage = Instant::now();
+    let mut appended = 0;
+    while outage.elapsed() < Duration::from_secs(9) {
+        for n in [&a, &b] {
+            for s in n.open_streams() {
+                n.append("t", s.id.partition, vec![rec("during")]).await.unwrap();
+                appended += 1;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let started = Instant::now();
+    let err = a.create_topic("u", 1, Default::default()).await.unwrap_err();
+    assert_eq!(err.code, ErrorCode::Unavailable);
+    assert!(started.elapsed() < Duration::from_secs(1), "metadata changes fail fast");
+    log_store.set_unavailable(false);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let v = a.meta.view();
+    assert!(v.nodes.values().all(|r| !r.fenced), "nobody was fenced by the outage");
+    assert_eq!(a.phase(), Phase::Ready);
+    assert_eq!(b.phase(), Phase::Ready);
+    eprintln!("{appended} appends acknowledged during a 9 s metadata outage");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_cut_off_from_the_log_fences_nobody_and_loses_the_lease() {
+    let shared_log = Arc::new(MemoryStore::new());
+    let holder_view = FaultyStore::new(shared_log.clone(), FaultConfig::default());
+    let log_a: sluice::meta::DynLog = Arc::new(sluice::meta::store_log::StoreLog::new(
+        Arc::new(holder_view.clone()),
+        "",
+    ));
+    let log_b: sluice::meta::DynLog = Arc::new(sluice::meta::store_log::StoreLog::new(shared_log.clone(), ""));
+    let base = support::memory_backends();
+    let a = spawn_node(
+        "a",
+        Backends {
+            log: log_a,
+            ..base.clone()
+        },
+        &[],
+    )
+    .await;
+    assert!(eventually(Duration::from_secs(5), || a.ready().lease_holder).await);
+    let b = spawn_node(
+        "b",
+        Backends {
+            log: log_b,
+            ..base.clone()
+        },
+        &[],
+    )
+    .await;
+    holder_view.set_unavailable(true);
+    // b takes the lease after the lease timeout and fences a after the node timeout;
+    // a, cut off, fences nobody (its own clock stopped).
+    assert!(eventually(Duration::from_secs(20), || b.meta.view().nodes[&a.id].fenced).await);
+    assert!(!b.meta.view().nodes[&b.id].fenced);
+    assert!(b.ready().lease_holder);
+    holder_view.set_unavailable(false);
+    // a sees its fence in the view and stops.
+    assert!(eventually(Duration::from_secs(10), || a.phase() == Phase::Fenced).await);
+    assert_eq!(a.ready().fenced, true);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_node_registers_at_a_new_epoch_and_is_not_fenced() {
+    let backends = support::memory_backends();
+    let a = spawn_node("a", backends.clone(), &[]).await;
+    let b = spawn_node("b", backends.clone(), &[]).await;
+    b.crash();
+    let b2 = spawn_node("b", backends.clone(), &[]).await;
+    assert_eq!(b2.epoch.0, b.epoch.0 + 1);
+    tokio::time::sleep(Duration::from_secs(6)).await;
+    let v = a.meta.view();
+    assert!(!v.nodes[&b2.id].fenced, "the new epoch restarted its clock");
+    assert_eq!(v.nodes[&b2.id].epoch, b2.epoch);
+}
