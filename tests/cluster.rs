@@ -156,7 +156,7 @@ async fn a_crashed_nodes_streams_are_recovered_and_placed_on_a_live_node() {
             "partition {p} offset {offset}"
         );
     }
-    assert_eq!(survivor.ready().fenced, false);
+    assert!(!survivor.ready().fenced);
     assert!(survivor
         .nodes()
         .nodes
@@ -264,7 +264,7 @@ async fn a_holder_cut_off_from_the_log_fences_nobody_and_loses_the_lease() {
     holder_view.set_unavailable(false);
     // a sees its fence in the view and stops.
     assert!(eventually(Duration::from_secs(10), || a.phase() == Phase::Fenced).await);
-    assert_eq!(a.ready().fenced, true);
+    assert!(a.ready().fenced);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
