@@ -222,6 +222,16 @@ pub trait Engine: Send + Sync + 'static {
     fn nodes(&self) -> NodesInfo;
     /// Resolves when live reads must end (shutdown step 3).
     async fn live_reads_ended(&self);
+    /// Start moving a partition to another node (`BeginTransfer`).
+    async fn transfer(&self, topic: &str, partition: u32, to: &str) -> ApiResult<()> {
+        let _ = (topic, partition, to);
+        Err(ApiError::new(ErrorCode::NotFound, "transfers are not supported here"))
+    }
+    /// Mark a node draining: placement avoids it and its streams move away.
+    async fn drain(&self, node: &str) -> ApiResult<()> {
+        let _ = node;
+        Err(ApiError::new(ErrorCode::NotFound, "draining is not supported here"))
+    }
 }
 
 tokio::task_local! {

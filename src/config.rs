@@ -107,6 +107,18 @@ pub struct ServeArgs {
     #[arg(long, env = "SLUICE_META_POLL_MS", default_value_t = 100)]
     pub meta_poll_ms: u64,
 
+    /// A transfer that makes no progress this long is cancelled by the lease holder.
+    #[arg(long, env = "SLUICE_TRANSFER_TIMEOUT_SEC", default_value_t = 30)]
+    pub transfer_timeout_sec: u64,
+
+    /// Rebalance when the open-stream counts of the most and least loaded nodes differ by more than this.
+    #[arg(long, env = "SLUICE_REBALANCE_THRESHOLD", default_value_t = 1)]
+    pub rebalance_threshold: usize,
+
+    /// Transfers the lease holder runs at once (rebalancing and draining).
+    #[arg(long, env = "SLUICE_MAX_CONCURRENT_TRANSFERS", default_value_t = 4)]
+    pub max_concurrent_transfers: usize,
+
     /// Log line format: text or json.
     #[arg(long, env = "SLUICE_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
     pub log_format: String,
@@ -139,6 +151,9 @@ pub struct Config {
     pub max_request_bytes: usize,
     pub max_wait: Duration,
     pub meta_poll: Duration,
+    pub transfer_timeout_heartbeats: u64,
+    pub rebalance_threshold: usize,
+    pub max_concurrent_transfers: usize,
     pub log_format: String,
 }
 
@@ -282,6 +297,9 @@ impl ServeArgs {
             max_request_bytes: self.max_request_bytes,
             max_wait: Duration::from_millis(self.max_wait_ms),
             meta_poll: Duration::from_millis(self.meta_poll_ms.max(1)),
+            transfer_timeout_heartbeats: crate::meta::liveness::heartbeats_for(self.transfer_timeout_sec.max(1), hb),
+            rebalance_threshold: self.rebalance_threshold,
+            max_concurrent_transfers: self.max_concurrent_transfers,
             log_format: self.log_format.clone(),
         })
     }

@@ -280,3 +280,61 @@ async fn a_restarted_node_registers_at_a_new_epoch_and_is_not_fenced() {
     assert!(!v.nodes[&b2.id].fenced, "the new epoch restarted its clock");
     assert_eq!(v.nodes[&b2.id].epoch, b2.epoch);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transfer_moves_a_stream_without_losing_records() {
+    let backends = support::memory_backends();
+    let a = spawn_node("a", backends.clone(), &["--rebalance-threshold", "100"]).await;
+    let b = spawn_node("b", backends.clone(), &["--rebalance-threshold", "100"]).await;
+    a.create_topic("t", 2, Default::default()).await.unwrap();
+    assert!(all_open(&a, "t").await);
+    let s = stream_id(&a, "t", 0);
+    for i in 0..5 {
+        a.append("t", 0, vec![rec(&format!("v{i}"))]).await.unwrap();
+    }
+    let from = owner(&a, s).unwrap();
+    let to = if from == "a" { "b" } else { "a" };
+    let epoch_before = a.meta.view().streams[&s].stream_epoch;
+    let started = Instant::now();
+    a.transfer("t", 0, to).await.unwrap();
+    assert!(eventually(Duration::from_secs(10), || owner(&a, s).as_deref() == Some(to)).await);
+    eprintln!("transfer took {:?}", started.elapsed());
+    assert_eq!(a.meta.view().streams[&s].stream_epoch, epoch_before.next());
+    // Appends through either node continue at offset 5 on the new owner.
+    assert!(
+        eventually(Duration::from_secs(5), || {
+            let target = if to == "a" { &a } else { &b };
+            target.open_stream(s).is_some()
+        })
+        .await
+    );
+    let got = b.append("t", 0, vec![rec("after")]).await.unwrap();
+    assert_eq!(got.base, Offset(5));
+    let r = a.read("t", 0, all(0)).await.unwrap();
+    assert_eq!(r.records.len(), 6);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn draining_a_node_moves_all_its_streams_and_a_new_node_gets_some_by_rebalancing() {
+    let backends = support::memory_backends();
+    let a = spawn_node("a", backends.clone(), &[]).await;
+    a.create_topic("t", 6, Default::default()).await.unwrap();
+    assert!(all_open(&a, "t").await);
+    let b = spawn_node("b", backends.clone(), &[]).await;
+    // Rebalancing gives the newcomer its share.
+    assert!(
+        eventually(Duration::from_secs(15), || b.open_streams().len() == 3).await,
+        "b has {}",
+        b.open_streams().len()
+    );
+    a.drain("b").await.unwrap();
+    assert!(
+        eventually(Duration::from_secs(15), || a.open_streams().len() == 6
+            && b.open_streams().is_empty())
+        .await
+    );
+    assert!(a.nodes().nodes.iter().any(|n| n.node_id == "b" && n.draining));
+    for p in 0..6 {
+        a.append("t", p, vec![rec("x")]).await.unwrap();
+    }
+}

@@ -1,4 +1,4 @@
-//! `sluice admin nodes`.
+//! `sluice admin nodes`, `admin drain NODE`, `admin transfer TOPIC P --to NODE`.
 
 use super::topics::text;
 use super::{table, Client};
@@ -9,6 +9,21 @@ use std::io::Write;
 pub enum AdminCmd {
     /// List the cluster's nodes; `*` marks the lease holder.
     Nodes,
+    /// Drain a node: placement avoids it and its streams move to other nodes.
+    Drain {
+        /// The node id to drain.
+        node: String,
+    },
+    /// Move one partition to another node.
+    Transfer {
+        /// Topic name.
+        topic: String,
+        /// Partition number.
+        partition: u32,
+        /// Target node id.
+        #[arg(long, env = "SLUICE_TRANSFER_TO")]
+        to: String,
+    },
 }
 
 impl AdminCmd {
@@ -61,6 +76,20 @@ impl AdminCmd {
                     "KAFKA",
                 ];
                 write!(out, "{}", table(&header, &rows))?;
+            }
+            AdminCmd::Drain { node } => {
+                client
+                    .send(client.request(Method::POST, &["admin", "nodes", &node, "drain"]))
+                    .await?;
+                writeln!(out, "draining {node}: its streams move to other nodes")?;
+            }
+            AdminCmd::Transfer { topic, partition, to } => {
+                let p = partition.to_string();
+                let req = client
+                    .request(Method::POST, &["admin", "streams", &topic, &p, "transfer"])
+                    .json(&serde_json::json!({ "to": to }));
+                client.send(req).await?;
+                writeln!(out, "moving {topic}/{partition} to {to}")?;
             }
         }
         Ok(())

@@ -17,7 +17,7 @@ pub fn dead_incarnations(node: &Node) -> Vec<(NodeId, NodeEpoch)> {
         .streams
         .values()
         .filter_map(|r| match &r.state {
-            StreamState::Open { node, node_epoch } | StreamState::Recovering { node, node_epoch } => view
+            StreamState::Open { node, node_epoch } | StreamState::Recovering { node, node_epoch, .. } => view
                 .incarnation_dead(node, *node_epoch)
                 .then(|| (node.clone(), *node_epoch)),
             _ => None,
@@ -45,7 +45,7 @@ pub async fn take_over(node: &Node, dead: &NodeId, dead_epoch: NodeEpoch) -> any
         let streams: BTreeMap<StreamId, Recovering> = view
             .streams
             .iter()
-            .filter(|(_, r)| matches!(&r.state, StreamState::Recovering { node, node_epoch } if node == dead && *node_epoch == dead_epoch))
+            .filter(|(_, r)| matches!(&r.state, StreamState::Recovering { node, node_epoch, .. } if node == dead && *node_epoch == dead_epoch))
             .map(|(id, r)| (*id, Recovering { stream_epoch: r.stream_epoch, committed_end: r.committed_end }))
             .collect();
         (streams, view.applied)

@@ -4,19 +4,29 @@
 //! an invariant: `apply` rejects what no longer matches.
 
 use super::{failover, placement};
-use crate::ids::{HeartbeatCount, LogIndex};
-use crate::meta::{Command, Outcome};
+use crate::ids::{HeartbeatCount, LogIndex, StreamEpoch, StreamId};
+use crate::meta::{Command, Outcome, StreamState};
 use crate::node::{Node, Phase};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 /// Entries between snapshots of the view.
 const SNAPSHOT_EVERY: u64 = 1000;
 
+/// What the holder remembers between ticks (derived from the log, local).
+#[derive(Default)]
+struct HolderState {
+    last_snapshot: LogIndex,
+    /// Per running transfer, our own heartbeat count when we first saw it:
+    /// a transfer's age is measured in our heartbeats, never wall time.
+    transfers_seen: HashMap<(StreamId, StreamEpoch), HeartbeatCount>,
+}
+
 pub async fn run(node: Arc<Node>) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut last_snapshot = LogIndex::ZERO;
+    let mut state = HolderState::default();
     // The first tick fires at once: a restarted node recovers its previous
     // incarnation without waiting.
     loop {
@@ -24,13 +34,13 @@ pub async fn run(node: Arc<Node>) {
         if node.phase() == Phase::Fenced {
             return;
         }
-        if let Err(e) = tick_once(&node, &mut last_snapshot).await {
+        if let Err(e) = tick_once(&node, &mut state).await {
             tracing::warn!(error = %e, "holder tick failed");
         }
     }
 }
 
-async fn tick_once(node: &Node, last_snapshot: &mut LogIndex) -> anyhow::Result<()> {
+async fn tick_once(node: &Node, state: &mut HolderState) -> anyhow::Result<()> {
     if !node.meta.view().is_live(&node.id, node.epoch) {
         return Ok(()); // fenced or replaced: we are stopping
     }
@@ -51,11 +61,61 @@ async fn tick_once(node: &Node, last_snapshot: &mut LogIndex) -> anyhow::Result<
         let placed = outcomes.iter().filter(|o| o.is_applied()).count();
         tracing::info!(placed, proposed = n, "placed closed streams");
     }
+    supervise_transfers(node, state).await?;
+    let moves = placement::rebalance(
+        &node.meta.view(),
+        node.config.rebalance_threshold,
+        node.config.max_concurrent_transfers,
+    );
+    if !moves.is_empty() {
+        let outcomes = node.meta.propose_all(moves).await?;
+        let started = outcomes.iter().filter(|o| o.is_applied()).count();
+        crate::telemetry::count_n("transfers_started_total", &[], started as u64);
+        tracing::info!(started, "rebalancing transfers");
+    }
     let applied = node.meta.applied();
-    if applied.0 >= last_snapshot.0 + SNAPSHOT_EVERY {
-        *last_snapshot = node.meta.snapshot_and_truncate().await?;
+    if applied.0 >= state.last_snapshot.0 + SNAPSHOT_EVERY {
+        state.last_snapshot = node.meta.snapshot_and_truncate().await?;
     }
     crate::telemetry::observe("holder_tick_seconds", &[], started.elapsed());
+    Ok(())
+}
+
+/// Cancel transfers whose target is gone or that made no progress for the
+/// transfer timeout (counted in our own heartbeats).
+async fn supervise_transfers(node: &Node, state: &mut HolderState) -> anyhow::Result<()> {
+    let cancels: Vec<Command> = {
+        let view = node.meta.view();
+        let my_count = view.nodes.get(&node.id).map_or(HeartbeatCount::ZERO, |r| r.heartbeats);
+        let mut running = HashMap::new();
+        let mut cancels = Vec::new();
+        for (id, row) in &view.streams {
+            let StreamState::Transferring { to, to_epoch, .. } = &row.state else {
+                continue;
+            };
+            let key = (*id, row.stream_epoch);
+            let first = *state.transfers_seen.get(&key).unwrap_or(&my_count);
+            running.insert(key, first);
+            let stuck = my_count.0.saturating_sub(first.0) >= node.config.transfer_timeout_heartbeats;
+            if !view.is_live(to, *to_epoch) || stuck {
+                cancels.push(Command::CancelTransfer {
+                    stream: *id,
+                    stream_epoch: row.stream_epoch,
+                });
+            }
+        }
+        state.transfers_seen = running;
+        cancels
+    };
+    if !cancels.is_empty() {
+        let n = cancels.len();
+        node.meta.propose_all(cancels).await?;
+        crate::telemetry::count_n("transfers_cancelled_total", &[], n as u64);
+        tracing::warn!(
+            cancelled = n,
+            "cancelled transfers whose target died or that made no progress"
+        );
+    }
     Ok(())
 }
 

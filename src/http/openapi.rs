@@ -118,6 +118,27 @@ fn build() -> Value {
                 "summary": "Cluster nodes and the lease holder",
                 "responses": { "200": json_response("nodes", "Nodes") }
             }},
+            "/admin/nodes/{node}/drain": { "post": {
+                "summary": "Drain a node: placement avoids it and its streams are transferred away",
+                "parameters": [{ "name": "node", "in": "path", "required": true, "schema": { "type": "string" } }],
+                "responses": {
+                    "202": { "description": "Draining" },
+                    "404": error_response("not_found"),
+                    "503": error_response("unavailable")
+                }
+            }},
+            "/admin/streams/{topic}/{partition}/transfer": { "post": {
+                "summary": "Move a partition to another node",
+                "parameters": [topic_param(), { "name": "partition", "in": "path", "required": true, "schema": { "type": "integer" } }],
+                "requestBody": { "required": true, "content": { "application/json": { "schema": {
+                    "type": "object", "required": ["to"], "properties": { "to": { "type": "string" } } } } } },
+                "responses": {
+                    "202": { "description": "Transfer started" },
+                    "400": error_response("invalid_json, invalid_request"),
+                    "404": error_response("topic_not_found, partition_not_found, not_found"),
+                    "503": error_response("unavailable")
+                }
+            }},
             "/openapi.json": { "get": {
                 "summary": "This document",
                 "responses": { "200": { "description": "OpenAPI 3 document" } }

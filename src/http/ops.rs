@@ -1,7 +1,9 @@
 //! Operations endpoints: `/health`, `/ready`, `/metrics`, `/admin/nodes`.
 
+use super::error::HttpResult;
 use super::Shared;
-use axum::extract::State;
+use crate::api::{ApiError, ErrorCode};
+use axum::extract::{Path, State};
 use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
 use axum::Json;
@@ -32,4 +34,32 @@ pub async fn metrics() -> impl IntoResponse {
 
 pub async fn nodes(State(state): State<Shared>) -> impl IntoResponse {
     Json(state.engine.nodes())
+}
+
+/// `POST /admin/nodes/{node}/drain` → 202: placement avoids the node and its
+/// streams are transferred away.
+pub async fn drain(State(state): State<Shared>, Path(node): Path<String>) -> HttpResult<StatusCode> {
+    state.engine.drain(&node).await?;
+    Ok(StatusCode::ACCEPTED)
+}
+
+/// `POST /admin/streams/{topic}/{partition}/transfer` `{"to": "n2"}` → 202.
+pub async fn transfer(
+    State(state): State<Shared>,
+    Path((topic, partition)): Path<(String, String)>,
+    body: axum::body::Bytes,
+) -> HttpResult<StatusCode> {
+    let value: serde_json::Value = serde_json::from_slice(&body)
+        .map_err(|e| ApiError::new(ErrorCode::InvalidJson, format!("body is not JSON: {e}")))?;
+    let to = value["to"]
+        .as_str()
+        .ok_or_else(|| ApiError::invalid("body must be {\"to\": \"<node id>\"}"))?;
+    let partition: u32 = partition.parse().map_err(|_| {
+        ApiError::new(
+            ErrorCode::PartitionNotFound,
+            format!("partition {partition:?} is not a number"),
+        )
+    })?;
+    state.engine.transfer(&topic, partition, to).await?;
+    Ok(StatusCode::ACCEPTED)
 }

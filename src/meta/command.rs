@@ -101,6 +101,29 @@ pub enum Command {
         stream: StreamId,
         new_start: Offset,
     },
+    /// Start moving an open stream to another live node.
+    BeginTransfer {
+        stream: StreamId,
+        stream_epoch: StreamEpoch,
+        to: NodeId,
+        to_epoch: NodeEpoch,
+    },
+    /// The owner flushed everything up to `end`: open the stream on the target.
+    CompleteTransfer {
+        stream: StreamId,
+        stream_epoch: StreamEpoch,
+        end: Offset,
+    },
+    /// The lease holder gives up a transfer (target gone, or no progress).
+    CancelTransfer {
+        stream: StreamId,
+        stream_epoch: StreamEpoch,
+    },
+    /// Placement avoids the node and moves its streams away.
+    DrainNode {
+        node: NodeId,
+        epoch: NodeEpoch,
+    },
 }
 
 impl Command {
@@ -119,6 +142,10 @@ impl Command {
             Command::BeginWalTakeover { .. } => "BeginWalTakeover",
             Command::FinishWalTakeover { .. } => "FinishWalTakeover",
             Command::TrimStream { .. } => "TrimStream",
+            Command::BeginTransfer { .. } => "BeginTransfer",
+            Command::CompleteTransfer { .. } => "CompleteTransfer",
+            Command::CancelTransfer { .. } => "CancelTransfer",
+            Command::DrainNode { .. } => "DrainNode",
         }
     }
 }

@@ -20,6 +20,9 @@ pub struct NodeRow {
     pub kafka_addr: String,
     /// Log index of the registration that created this epoch.
     pub registered_at: LogIndex,
+    /// Placement avoids a draining node and its streams are moved away.
+    #[serde(default)]
+    pub draining: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -43,8 +46,22 @@ pub enum StreamState {
     Closed,
     /// `node` at `node_epoch` appends and serves.
     Open { node: NodeId, node_epoch: NodeEpoch },
+    /// The owner is handing it to `to`: appends get a retryable error while
+    /// the owner flushes its tail, then `CompleteTransfer` opens it on `to`.
+    Transferring {
+        from: NodeId,
+        from_epoch: NodeEpoch,
+        to: NodeId,
+        to_epoch: NodeEpoch,
+    },
     /// Its owner incarnation died; the lease holder is replaying its WAL.
-    Recovering { node: NodeId, node_epoch: NodeEpoch },
+    /// A transfer that was pending completes to `transfer_to` afterwards.
+    Recovering {
+        node: NodeId,
+        node_epoch: NodeEpoch,
+        #[serde(default)]
+        transfer_to: Option<(NodeId, NodeEpoch)>,
+    },
     /// Its topic was deleted.
     Deleted,
 }
@@ -54,6 +71,7 @@ impl StreamState {
         match self {
             StreamState::Closed => "closed",
             StreamState::Open { .. } => "open",
+            StreamState::Transferring { .. } => "transferring",
             StreamState::Recovering { .. } => "recovering",
             StreamState::Deleted => "deleted",
         }
@@ -99,6 +117,21 @@ impl View {
     /// Is `node` registered at `epoch` and not fenced?
     pub fn is_live(&self, node: &NodeId, epoch: NodeEpoch) -> bool {
         self.nodes.get(node).is_some_and(|r| r.epoch == epoch && !r.fenced)
+    }
+
+    /// Live and not draining: may receive streams.
+    pub fn accepts_streams(&self, node: &NodeId, epoch: NodeEpoch) -> bool {
+        self.nodes
+            .get(node)
+            .is_some_and(|r| r.epoch == epoch && !r.fenced && !r.draining)
+    }
+
+    /// The incarnation that serves a stream's appends right now, if any.
+    pub fn owner_of(&self, stream: StreamId) -> Option<(&NodeId, NodeEpoch)> {
+        match &self.streams.get(&stream)?.state {
+            StreamState::Open { node, node_epoch } => Some((node, *node_epoch)),
+            _ => None,
+        }
     }
 
     /// Does `lease` name an incarnation that is still live?
@@ -198,6 +231,19 @@ impl View {
             Command::BeginWalTakeover { node, epoch } => self.begin_takeover(proposer, node, *epoch),
             Command::FinishWalTakeover { node, epoch, chunks } => self.finish_takeover(proposer, node, *epoch, chunks),
             Command::TrimStream { stream, new_start } => self.trim_stream(*stream, *new_start),
+            Command::BeginTransfer {
+                stream,
+                stream_epoch,
+                to,
+                to_epoch,
+            } => self.begin_transfer(*stream, *stream_epoch, to, *to_epoch),
+            Command::CompleteTransfer {
+                stream,
+                stream_epoch,
+                end,
+            } => self.complete_transfer(proposer, *stream, *stream_epoch, *end),
+            Command::CancelTransfer { stream, stream_epoch } => self.cancel_transfer(proposer, *stream, *stream_epoch),
+            Command::DrainNode { node, epoch } => self.drain_node(node, *epoch),
         };
         match result {
             Ok(()) => Outcome::Applied,
@@ -219,6 +265,7 @@ impl View {
                 http_addr: http_addr.to_string(),
                 kafka_addr: kafka_addr.to_string(),
                 registered_at: index,
+                draining: false,
             },
         );
         Outcome::Registered(epoch)
@@ -430,10 +477,12 @@ impl View {
                 "CommitObjects names another incarnation than its proposer".into(),
             ));
         }
-        self.check_chunks(
-            chunks,
-            |s| matches!(s, StreamState::Open { node: n, node_epoch } if n == node && *node_epoch == epoch),
-        )?;
+        // The owner flushes its tail while handing a stream over, too.
+        self.check_chunks(chunks, |s| match s {
+            StreamState::Open { node: n, node_epoch } => n == node && *node_epoch == epoch,
+            StreamState::Transferring { from, from_epoch, .. } => from == node && *from_epoch == epoch,
+            _ => false,
+        })?;
         self.index_chunks(chunks);
         Ok(())
     }
@@ -488,17 +537,24 @@ impl View {
         }
         let mut any = false;
         for row in self.streams.values_mut() {
-            if let StreamState::Open { node: n, node_epoch } = &row.state {
-                if n == node && *node_epoch == epoch {
-                    row.state = StreamState::Recovering {
-                        node: node.clone(),
-                        node_epoch: epoch,
-                    };
-                    any = true;
-                }
-            }
+            let transfer_to = match &row.state {
+                StreamState::Open { node: n, node_epoch } if n == node && *node_epoch == epoch => None,
+                StreamState::Transferring {
+                    from,
+                    from_epoch,
+                    to,
+                    to_epoch,
+                } if from == node && *from_epoch == epoch => Some((to.clone(), *to_epoch)),
+                _ => continue,
+            };
+            row.state = StreamState::Recovering {
+                node: node.clone(),
+                node_epoch: epoch,
+                transfer_to,
+            };
+            any = true;
         }
-        let recovering = self.streams.values().any(|r| matches!(&r.state, StreamState::Recovering { node: n, node_epoch } if n == node && *node_epoch == epoch));
+        let recovering = self.streams.values().any(|r| matches!(&r.state, StreamState::Recovering { node: n, node_epoch, .. } if n == node && *node_epoch == epoch));
         if !any && !recovering {
             return Err(Rejection::Precondition(format!(
                 "node {node} {epoch} has no open streams"
@@ -515,7 +571,7 @@ impl View {
         chunks: &[ChunkCommit],
     ) -> Result<(), Rejection> {
         self.require_lease(proposer)?;
-        let recovering = |s: &StreamState| matches!(s, StreamState::Recovering { node: n, node_epoch } if n == node && *node_epoch == epoch);
+        let recovering = |s: &StreamState| matches!(s, StreamState::Recovering { node: n, node_epoch, .. } if n == node && *node_epoch == epoch);
         if !self.streams.values().any(|r| recovering(&r.state)) {
             return Err(Rejection::Precondition(format!(
                 "no takeover of node {node} {epoch} is in progress"
@@ -523,11 +579,144 @@ impl View {
         }
         self.check_chunks(chunks, recovering)?;
         self.index_chunks(chunks);
+        let nodes = self.nodes.clone();
+        let accepts = |n: &NodeId, e: NodeEpoch| nodes.get(n).is_some_and(|r| r.epoch == e && !r.fenced);
         for row in self.streams.values_mut() {
-            if recovering(&row.state) {
-                row.state = StreamState::Closed;
+            if !recovering(&row.state) {
+                continue;
             }
+            // A pending transfer completes to its target if that is still live.
+            let target = match &row.state {
+                StreamState::Recovering {
+                    transfer_to: Some((to, to_epoch)),
+                    ..
+                } if accepts(to, *to_epoch) => Some((to.clone(), *to_epoch)),
+                _ => None,
+            };
+            row.state = match target {
+                Some((node, node_epoch)) => {
+                    row.stream_epoch = row.stream_epoch.next();
+                    StreamState::Open { node, node_epoch }
+                }
+                None => StreamState::Closed,
+            };
         }
+        Ok(())
+    }
+
+    fn begin_transfer(
+        &mut self,
+        stream: StreamId,
+        stream_epoch: StreamEpoch,
+        to: &NodeId,
+        to_epoch: NodeEpoch,
+    ) -> Result<(), Rejection> {
+        if !self.accepts_streams(to, to_epoch) {
+            return Err(Rejection::Precondition(format!(
+                "target {to} {to_epoch} is not live or is draining"
+            )));
+        }
+        let live = |n: &NodeId, e: NodeEpoch| self.is_live(n, e);
+        let row = self
+            .streams
+            .get(&stream)
+            .ok_or_else(|| Rejection::Precondition(format!("stream {stream} does not exist")))?;
+        let (from, from_epoch) = match &row.state {
+            StreamState::Open { node, node_epoch } if row.stream_epoch == stream_epoch && live(node, *node_epoch) => {
+                (node.clone(), *node_epoch)
+            }
+            _ => {
+                return Err(Rejection::Precondition(format!(
+                    "stream {stream} is not open at {stream_epoch} on a live node"
+                )))
+            }
+        };
+        if &from == to {
+            return Err(Rejection::Invalid(format!("stream {stream} is already on {to}")));
+        }
+        let row = self.stream_mut(stream)?;
+        row.state = StreamState::Transferring {
+            from,
+            from_epoch,
+            to: to.clone(),
+            to_epoch,
+        };
+        Ok(())
+    }
+
+    fn complete_transfer(
+        &mut self,
+        proposer: &Proposer,
+        stream: StreamId,
+        stream_epoch: StreamEpoch,
+        end: Offset,
+    ) -> Result<(), Rejection> {
+        let epoch = proposer.epoch.expect("checked by check_proposer");
+        let target_live = |v: &Self, n: &NodeId, e: NodeEpoch| v.is_live(n, e);
+        let row = self
+            .streams
+            .get(&stream)
+            .ok_or_else(|| Rejection::Precondition(format!("stream {stream} does not exist")))?;
+        let (to, to_epoch) = match &row.state {
+            StreamState::Transferring {
+                from,
+                from_epoch,
+                to,
+                to_epoch,
+            } if from == &proposer.node && *from_epoch == epoch && row.stream_epoch == stream_epoch => {
+                (to.clone(), *to_epoch)
+            }
+            _ => {
+                return Err(Rejection::Precondition(format!(
+                    "stream {stream} is not being transferred by the proposer at {stream_epoch}"
+                )))
+            }
+        };
+        if row.committed_end != end {
+            return Err(Rejection::Precondition(format!(
+                "stream {stream} committed end is {}, not {end}",
+                row.committed_end
+            )));
+        }
+        let to_live = target_live(self, &to, to_epoch);
+        let row = self.stream_mut(stream)?;
+        if to_live {
+            row.state = StreamState::Open {
+                node: to,
+                node_epoch: to_epoch,
+            };
+            row.stream_epoch = row.stream_epoch.next();
+        } else {
+            row.state = StreamState::Closed;
+        }
+        Ok(())
+    }
+
+    fn cancel_transfer(
+        &mut self,
+        proposer: &Proposer,
+        stream: StreamId,
+        stream_epoch: StreamEpoch,
+    ) -> Result<(), Rejection> {
+        self.require_lease(proposer)?;
+        let row = self.stream_mut(stream)?;
+        match &row.state {
+            StreamState::Transferring { from, from_epoch, .. } if row.stream_epoch == stream_epoch => {
+                row.state = StreamState::Open {
+                    node: from.clone(),
+                    node_epoch: *from_epoch,
+                };
+                Ok(())
+            }
+            _ => Err(Rejection::Precondition(format!(
+                "stream {stream} has no transfer at {stream_epoch}"
+            ))),
+        }
+    }
+
+    fn drain_node(&mut self, node: &NodeId, epoch: NodeEpoch) -> Result<(), Rejection> {
+        let row = self.live_row_mut(node, epoch)?;
+        row.draining = true;
         Ok(())
     }
 

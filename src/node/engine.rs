@@ -41,6 +41,9 @@ impl Node {
                 format!("stream {stream} is being recovered from {node}'s WAL")
             }
             Some(StreamState::Closed) => format!("stream {stream} is being placed"),
+            Some(StreamState::Transferring { from, to, .. }) => {
+                format!("stream {stream} is moving from {from} to {to}")
+            }
             Some(StreamState::Deleted) | None => format!("stream {stream} was deleted"),
         };
         ApiError::unavailable(why)
@@ -120,7 +123,20 @@ impl Node {
                 return Ok((result(r?), false));
             }
         }
-        let records = self.reader.read(&chunks, from, req.limit, req.max_bytes).await?;
+        let mut records = self.reader.read(&chunks, from, req.limit, req.max_bytes).await?;
+        // The committed chunks ended below the request's bounds: go on in the tail.
+        let next = records.last().map_or(from, |(o, _)| o.next());
+        if let Some(s) = &local {
+            let used: usize = records
+                .iter()
+                .map(|(_, r)| crate::stream::partition::record_size(r))
+                .sum();
+            if records.len() < req.limit && used < req.max_bytes && next < hw {
+                if let Some(more) = s.read_tail(next, req.limit - records.len(), req.max_bytes - used) {
+                    records.extend(more?);
+                }
+            }
+        }
         Ok((result(records), false))
     }
 }
@@ -349,7 +365,7 @@ impl Engine for Node {
                 heartbeats: row.heartbeats.0,
                 fenced: row.fenced,
                 live: !row.fenced,
-                draining: false,
+                draining: row.draining,
                 http_addr: row.http_addr.clone(),
                 kafka_addr: row.kafka_addr.clone(),
                 open_streams: view.open_streams_of(id, row.epoch).len(),
@@ -363,5 +379,58 @@ impl Engine for Node {
 
     async fn live_reads_ended(&self) {
         Node::live_reads_ended(self).await
+    }
+
+    async fn transfer(&self, topic: &str, partition: u32, to: &str) -> ApiResult<()> {
+        let stream = self.resolve(topic, partition)?;
+        self.check_meta_reachable()?;
+        let cmd = {
+            let view = self.meta.view();
+            let target = view
+                .nodes
+                .get(&crate::ids::NodeId::new(to))
+                .ok_or_else(|| ApiError::new(ErrorCode::NotFound, format!("node {to:?} is not registered")))?;
+            let row = &view.streams[&stream];
+            Command::BeginTransfer {
+                stream,
+                stream_epoch: row.stream_epoch,
+                to: crate::ids::NodeId::new(to),
+                to_epoch: target.epoch,
+            }
+        };
+        match self.meta.propose(cmd).await.map_err(meta_error)? {
+            Outcome::Applied => Ok(()),
+            Outcome::Rejected(Rejection::Invalid(m)) => Err(ApiError::invalid(m)),
+            Outcome::Rejected(r) => Err(ApiError::unavailable(format!("transfer not started: {r}"))),
+            other => Err(ApiError::new(
+                ErrorCode::Internal,
+                format!("unexpected outcome {other:?}"),
+            )),
+        }
+    }
+
+    async fn drain(&self, node: &str) -> ApiResult<()> {
+        self.check_meta_reachable()?;
+        let id = crate::ids::NodeId::new(node);
+        let epoch = self
+            .meta
+            .view()
+            .nodes
+            .get(&id)
+            .map(|r| r.epoch)
+            .ok_or_else(|| ApiError::new(ErrorCode::NotFound, format!("node {node:?} is not registered")))?;
+        match self
+            .meta
+            .propose(Command::DrainNode { node: id, epoch })
+            .await
+            .map_err(meta_error)?
+        {
+            Outcome::Applied => Ok(()),
+            Outcome::Rejected(r) => Err(ApiError::unavailable(format!("drain refused: {r}"))),
+            other => Err(ApiError::new(
+                ErrorCode::Internal,
+                format!("unexpected outcome {other:?}"),
+            )),
+        }
     }
 }

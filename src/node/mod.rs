@@ -63,6 +63,13 @@ impl Backends {
     }
 }
 
+/// How a stream leaves this node.
+#[derive(Debug, Clone, Copy)]
+enum Release {
+    Close,
+    Transfer,
+}
+
 pub struct Node {
     pub config: Config,
     pub id: NodeId,
@@ -74,6 +81,10 @@ pub struct Node {
     pub reader: ChunkReader,
     forwarder: forward::Forwarder,
     streams: RwLock<HashMap<StreamId, Arc<OpenStream>>>,
+    /// Streams being handed to a transfer target.
+    handing_off: Mutex<std::collections::HashSet<StreamId>>,
+    /// Set once the node is built, so control paths holding `&self` can spawn.
+    me: std::sync::OnceLock<std::sync::Weak<Node>>,
     phase: watch::Sender<Phase>,
     live_reads_end: watch::Sender<bool>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
@@ -131,10 +142,13 @@ impl Node {
             backends,
             wal,
             streams: RwLock::new(HashMap::new()),
+            handing_off: Mutex::new(Default::default()),
+            me: std::sync::OnceLock::new(),
             phase: watch::channel(Phase::Ready).0,
             live_reads_end: watch::channel(false).0,
             tasks: Mutex::new(Vec::new()),
         });
+        let _ = node.me.set(Arc::downgrade(&node));
         let loops = vec![
             tokio::spawn(heartbeat_loop(node.clone())),
             tokio::spawn(reconcile_loop(node.clone())),
@@ -219,11 +233,18 @@ impl Node {
             }
         }
         let mut wanted: HashMap<StreamId, (StreamEpoch, Offset, String)> = HashMap::new();
+        let mut leaving = Vec::new();
         for (id, row) in &view.streams {
-            if let StreamState::Open { node, node_epoch } = &row.state {
-                if node == &self.id && *node_epoch == self.epoch {
+            match &row.state {
+                StreamState::Open { node, node_epoch } if node == &self.id && *node_epoch == self.epoch => {
                     wanted.insert(*id, (row.stream_epoch, row.committed_end, row.topic_name.clone()));
                 }
+                // Still ours while we hand it over: reads go on, appends stop.
+                StreamState::Transferring { from, from_epoch, .. } if from == &self.id && *from_epoch == self.epoch => {
+                    wanted.insert(*id, (row.stream_epoch, row.committed_end, row.topic_name.clone()));
+                    leaving.push(*id);
+                }
+                _ => {}
             }
         }
         drop(view);
@@ -237,10 +258,23 @@ impl Node {
             keep
         });
         for (id, (epoch, committed_end, topic)) in wanted {
-            streams.entry(id).or_insert_with(|| {
+            let s = streams.entry(id).or_insert_with(|| {
                 tracing::info!(stream = %id, stream_epoch = %epoch, %committed_end, "opening stream");
                 Arc::new(OpenStream::open(id, topic, epoch, committed_end, self.budget.clone()))
             });
+            if !leaving.contains(&id) && self.phase() == Phase::Ready && !self.handing_off.lock().unwrap().contains(&id)
+            {
+                s.resume_accepting();
+            }
+        }
+        for id in leaving {
+            let Some(s) = streams.get(&id).cloned() else { continue };
+            if self.handing_off.lock().unwrap().insert(id) {
+                if let Some(me) = self.me.get().and_then(std::sync::Weak::upgrade) {
+                    tracing::info!(stream = %id, "handing stream over to its transfer target");
+                    tokio::spawn(me.hand_off(s));
+                }
+            }
         }
         crate::telemetry::gauge("open_streams", &[], streams.len() as f64);
     }
@@ -248,6 +282,12 @@ impl Node {
     /// Close one stream: stop appends, wait for in-flight WAL writes, flush
     /// everything to data objects, and propose `CloseStream`.
     pub async fn close_stream(&self, stream: &Arc<OpenStream>, timeout: Duration) -> Result<(), String> {
+        self.release_stream(stream, timeout, Release::Close).await
+    }
+
+    /// Stop appends, wait for in-flight WAL writes, flush the tail, then
+    /// close the stream or complete its transfer.
+    async fn release_stream(&self, stream: &Arc<OpenStream>, timeout: Duration, how: Release) -> Result<(), String> {
         stream.stop_accepting();
         let deadline = tokio::time::Instant::now() + timeout;
         while !stream.quiescent() {
@@ -265,18 +305,46 @@ impl Node {
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
         }
-        let close = Command::CloseStream {
-            stream: stream.id,
-            stream_epoch: stream.epoch,
-            end: stream.committed_end(),
+        let (stream_id, stream_epoch, end) = (stream.id, stream.epoch, stream.committed_end());
+        let command = match how {
+            Release::Close => Command::CloseStream {
+                stream: stream_id,
+                stream_epoch,
+                end,
+            },
+            Release::Transfer => Command::CompleteTransfer {
+                stream: stream_id,
+                stream_epoch,
+                end,
+            },
         };
-        match self.meta.propose(close).await {
+        match self.meta.propose(command).await {
             Ok(Outcome::Applied) => {
                 self.streams.write().unwrap().remove(&stream.id);
                 Ok(())
             }
-            Ok(other) => Err(format!("closing {} was refused: {other:?}", stream.id)),
+            Ok(other) => Err(format!("releasing {} was refused: {other:?}", stream.id)),
             Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// Hand a stream over to its transfer target (ownership step 2-3).
+    async fn hand_off(self: Arc<Self>, stream: Arc<OpenStream>) {
+        let started = tokio::time::Instant::now();
+        let result = self
+            .release_stream(&stream, self.config.shutdown_timeout, Release::Transfer)
+            .await;
+        self.handing_off.lock().unwrap().remove(&stream.id);
+        match result {
+            Ok(()) => {
+                crate::telemetry::observe("transfer_seconds", &[], started.elapsed());
+                tracing::info!(stream = %stream.id, took = ?started.elapsed(), "stream handed over");
+            }
+            Err(e) => {
+                tracing::warn!(stream = %stream.id, error = %e, "transfer not completed");
+                // A cancelled transfer gives the stream back: serve it again.
+                self.reconcile();
+            }
         }
     }
 

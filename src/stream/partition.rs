@@ -204,6 +204,11 @@ impl OpenStream {
         self.inner.lock().unwrap().accepting = false;
     }
 
+    /// Accept appends again (a cancelled transfer gave the stream back).
+    pub fn resume_accepting(&self) {
+        self.inner.lock().unwrap().accepting = true;
+    }
+
     /// Every assigned offset is durable.
     pub fn quiescent(&self) -> bool {
         self.inner.lock().unwrap().next == self.high_watermark()

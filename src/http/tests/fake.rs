@@ -300,4 +300,15 @@ impl Engine for FakeEngine {
         let mut rx = self.ended.subscribe();
         let _ = rx.wait_for(|ended| *ended).await;
     }
+
+    async fn transfer(&self, topic: &str, partition: u32, _to: &str) -> ApiResult<()> {
+        if partition >= self.partitions(topic)? {
+            return Err(ApiError::new(ErrorCode::PartitionNotFound, "no such partition"));
+        }
+        Ok(())
+    }
+
+    async fn drain(&self, _node: &str) -> ApiResult<()> {
+        Ok(())
+    }
 }

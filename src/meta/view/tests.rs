@@ -704,7 +704,8 @@ fn wal_takeover_recovers_then_closes_a_dead_incarnations_streams() {
         h.view.streams[&s].state,
         StreamState::Recovering {
             node: n("n1"),
-            node_epoch: e1
+            node_epoch: e1,
+            transfer_to: None
         }
     );
     // Idempotent: a second holder may redo the takeover.
@@ -833,4 +834,241 @@ fn the_view_round_trips_through_json() {
     let json = serde_json::to_vec(&h.view).unwrap();
     let back: View = serde_json::from_slice(&json).unwrap();
     assert_eq!(back, h.view);
+}
+
+fn begin(h: &mut Harness, by: &str, e: NodeEpoch, s: StreamId, se: u64, to: &str, to_e: u64) -> Outcome {
+    h.apply_as(
+        by,
+        Some(e.0),
+        Command::BeginTransfer {
+            stream: s,
+            stream_epoch: StreamEpoch(se),
+            to: n(to),
+            to_epoch: NodeEpoch(to_e),
+        },
+    )
+}
+
+#[test]
+fn a_transfer_moves_an_open_stream_to_the_target_at_the_next_epoch() {
+    let (mut h, e, s) = Harness::with_open_stream();
+    h.register("n2");
+    assert_eq!(begin(&mut h, "n1", e, s, 1, "n2", 1), Outcome::Applied);
+    assert!(matches!(h.view.streams[&s].state, StreamState::Transferring { .. }));
+    let done = h.apply_as(
+        "n1",
+        Some(e.0),
+        Command::CompleteTransfer {
+            stream: s,
+            stream_epoch: StreamEpoch(1),
+            end: Offset(0),
+        },
+    );
+    assert_eq!(done, Outcome::Applied);
+    let row = &h.view.streams[&s];
+    assert_eq!(
+        row.state,
+        StreamState::Open {
+            node: n("n2"),
+            node_epoch: NodeEpoch(1)
+        }
+    );
+    assert_eq!(row.stream_epoch, StreamEpoch(2));
+}
+
+#[test]
+fn begin_transfer_rejects_a_dead_or_draining_target_and_a_stale_epoch() {
+    let (mut h, e, s) = Harness::with_open_stream();
+    let e2 = h.register("n2");
+    assert!(rejected(&begin(&mut h, "n1", e, s, 1, "n3", 1)), "unknown target");
+    assert!(rejected(&begin(&mut h, "n1", e, s, 0, "n2", 1)), "stale stream epoch");
+    assert!(rejected(&begin(&mut h, "n1", e, s, 1, "n1", 1)), "already there");
+    h.apply_as(
+        "n2",
+        Some(e2.0),
+        Command::DrainNode {
+            node: n("n2"),
+            epoch: e2,
+        },
+    );
+    assert!(rejected(&begin(&mut h, "n1", e, s, 1, "n2", 1)), "draining target");
+    assert!(matches!(h.view.streams[&s].state, StreamState::Open { .. }));
+}
+
+#[test]
+fn complete_transfer_requires_the_owner_and_the_committed_end() {
+    let (mut h, e, s) = Harness::with_open_stream();
+    let e2 = h.register("n2");
+    begin(&mut h, "n1", e, s, 1, "n2", 1);
+    let by_target = h.apply_as(
+        "n2",
+        Some(e2.0),
+        Command::CompleteTransfer {
+            stream: s,
+            stream_epoch: StreamEpoch(1),
+            end: Offset(0),
+        },
+    );
+    assert!(rejected(&by_target));
+    let wrong_end = h.apply_as(
+        "n1",
+        Some(e.0),
+        Command::CompleteTransfer {
+            stream: s,
+            stream_epoch: StreamEpoch(1),
+            end: Offset(3),
+        },
+    );
+    assert!(rejected(&wrong_end));
+    assert!(matches!(h.view.streams[&s].state, StreamState::Transferring { .. }));
+}
+
+#[test]
+fn a_transfer_to_a_target_that_died_completes_as_closed() {
+    let (mut h, e, s) = Harness::with_open_stream();
+    let e2 = h.register("n2");
+    begin(&mut h, "n1", e, s, 1, "n2", 1);
+    h.apply_as(
+        "n2",
+        Some(e2.0),
+        Command::FenceSelf {
+            node: n("n2"),
+            epoch: e2,
+        },
+    );
+    h.apply_as(
+        "n1",
+        Some(e.0),
+        Command::CompleteTransfer {
+            stream: s,
+            stream_epoch: StreamEpoch(1),
+            end: Offset(0),
+        },
+    );
+    assert_eq!(h.view.streams[&s].state, StreamState::Closed);
+}
+
+#[test]
+fn cancel_transfer_returns_the_stream_to_its_owner_and_needs_the_lease() {
+    let (mut h, e, s) = Harness::with_open_stream();
+    let e2 = h.register("n2");
+    begin(&mut h, "n1", e, s, 1, "n2", 1);
+    let cancel = Command::CancelTransfer {
+        stream: s,
+        stream_epoch: StreamEpoch(1),
+    };
+    assert!(
+        rejected(&h.apply_as("n2", Some(e2.0), cancel.clone())),
+        "n2 does not hold the lease"
+    );
+    assert_eq!(h.apply_as("n1", Some(e.0), cancel), Outcome::Applied);
+    assert_eq!(
+        h.view.streams[&s].state,
+        StreamState::Open {
+            node: n("n1"),
+            node_epoch: e
+        }
+    );
+    assert_eq!(h.view.streams[&s].stream_epoch, StreamEpoch(1));
+}
+
+#[test]
+fn a_pending_transfer_of_a_dead_owner_completes_to_the_target_after_takeover() {
+    let (mut h, e1, s) = Harness::with_open_stream();
+    h.register("n2");
+    begin(&mut h, "n1", e1, s, 1, "n2", 1);
+    let e2 = h.register("n1");
+    h.lease("n1", e2);
+    assert_eq!(
+        h.apply_as(
+            "n1",
+            Some(e2.0),
+            Command::BeginWalTakeover {
+                node: n("n1"),
+                epoch: e1
+            }
+        ),
+        Outcome::Applied
+    );
+    assert!(matches!(
+        &h.view.streams[&s].state,
+        StreamState::Recovering {
+            transfer_to: Some(_),
+            ..
+        }
+    ));
+    let finish = Command::FinishWalTakeover {
+        node: n("n1"),
+        epoch: e1,
+        chunks: vec![chunk(s, 1, 0, 4)],
+    };
+    assert_eq!(h.apply_as("n1", Some(e2.0), finish), Outcome::Applied);
+    let row = &h.view.streams[&s];
+    assert_eq!(
+        row.state,
+        StreamState::Open {
+            node: n("n2"),
+            node_epoch: NodeEpoch(1)
+        }
+    );
+    assert_eq!((row.stream_epoch, row.committed_end), (StreamEpoch(2), Offset(4)));
+}
+
+#[test]
+fn drain_marks_a_live_node_and_is_rejected_for_a_fenced_one() {
+    let mut h = Harness::new();
+    let e1 = h.register("n1");
+    let e2 = h.register("n2");
+    assert_eq!(
+        h.apply_as(
+            "n1",
+            Some(e1.0),
+            Command::DrainNode {
+                node: n("n2"),
+                epoch: e2
+            }
+        ),
+        Outcome::Applied
+    );
+    assert!(h.view.nodes[&n("n2")].draining);
+    h.apply_as(
+        "n1",
+        Some(e1.0),
+        Command::FenceSelf {
+            node: n("n1"),
+            epoch: e1,
+        },
+    );
+    let e3 = h.register("n3");
+    assert!(rejected(&h.apply_as(
+        "n3",
+        Some(e3.0),
+        Command::DrainNode {
+            node: n("n1"),
+            epoch: e1
+        }
+    )));
+}
+
+#[test]
+fn the_owner_commits_its_tail_while_transferring() {
+    let (mut h, e, s) = Harness::with_open_stream();
+    h.register("n2");
+    begin(&mut h, "n1", e, s, 1, "n2", 1);
+    let commit = Command::CommitObjects {
+        node: n("n1"),
+        epoch: e,
+        chunks: vec![chunk(s, 1, 0, 3)],
+    };
+    assert_eq!(h.apply_as("n1", Some(e.0), commit), Outcome::Applied);
+    let done = h.apply_as(
+        "n1",
+        Some(e.0),
+        Command::CompleteTransfer {
+            stream: s,
+            stream_epoch: StreamEpoch(1),
+            end: Offset(3),
+        },
+    );
+    assert_eq!(done, Outcome::Applied);
 }
