@@ -24,9 +24,15 @@ pub enum BenchCmd {
 
 #[derive(Debug, Clone, Args)]
 pub struct FloorArgs {
-    /// Store to write to (file:///PATH or memory://); objects go under bench-floor/.
+    /// Store to write to (file:///PATH, s3://bucket/prefix or memory://); objects go under bench-floor/.
     #[arg(long, env = "SLUICE_BENCH_STORE", default_value = "file:///tmp/sluice-bench-floor")]
     pub store: String,
+    /// S3-compatible endpoint for an s3:// store (path-style requests).
+    #[arg(long, env = "SLUICE_S3_ENDPOINT")]
+    pub s3_endpoint: Option<String>,
+    /// S3 region.
+    #[arg(long, env = "SLUICE_S3_REGION")]
+    pub s3_region: Option<String>,
     /// Bytes of each object.
     #[arg(long, env = "SLUICE_BENCH_OBJECT_BYTES", default_value_t = 4096)]
     pub object_bytes: usize,
@@ -197,7 +203,12 @@ fn progress(shared: Arc<Shared>, total: Duration) -> tokio::task::JoinHandle<()>
 }
 
 async fn floor(args: &FloorArgs) -> anyhow::Result<()> {
-    let store = crate::store::open_url(&args.store)?;
+    let s3 = crate::store::s3::S3Options {
+        endpoint: args.s3_endpoint.clone(),
+        region: args.s3_region.clone(),
+        force_path_style: args.s3_endpoint.is_some(),
+    };
+    let store = crate::store::open_url(&args.store, &s3).await?;
     let body = bytes::Bytes::from(vec![b'f'; args.object_bytes]);
     let run = format!("bench-floor/{:016x}", rand::random::<u64>());
     let mut lat = Vec::with_capacity(args.count);

@@ -14,7 +14,7 @@ pub struct ServeArgs {
     #[arg(long, env = "SLUICE_DATA_DIR", default_value = "./sluice-data")]
     pub data_dir: String,
 
-    /// Where data objects live: file:///PATH or memory:// (s3:// arrives with the AWS backends).
+    /// Where data objects live: s3://bucket/prefix, file:///PATH or memory://.
     /// Default: file://<data-dir>/objects.
     #[arg(long, env = "SLUICE_OBJECT_STORE")]
     pub object_store: Option<String>,
@@ -23,9 +23,26 @@ pub struct ServeArgs {
     #[arg(long, env = "SLUICE_WAL_STORE")]
     pub wal_store: Option<String>,
 
-    /// The metadata log: file:///PATH, memory:// (default: file://<data-dir>/meta).
+    /// The metadata log: dynamodb://TABLE[/CLUSTER], file:///PATH, s3://bucket/prefix, memory://
+    /// (default: file://<data-dir>/meta).
     #[arg(long, env = "SLUICE_METADATA")]
     pub metadata: Option<String>,
+
+    /// S3-compatible endpoint (MinIO, radosgw, ...); default: AWS.
+    #[arg(long, env = "SLUICE_S3_ENDPOINT")]
+    pub s3_endpoint: Option<String>,
+
+    /// S3 region (default: from the AWS environment, else us-east-1).
+    #[arg(long, env = "SLUICE_S3_REGION")]
+    pub s3_region: Option<String>,
+
+    /// Path-style S3 requests (endpoint/bucket/key); on by default with --s3-endpoint.
+    #[arg(long, env = "SLUICE_S3_FORCE_PATH_STYLE")]
+    pub s3_force_path_style: bool,
+
+    /// DynamoDB endpoint for a dynamodb:// metadata log (DynamoDB Local).
+    #[arg(long, env = "SLUICE_DYNAMODB_ENDPOINT")]
+    pub dynamodb_endpoint: Option<String>,
 
     /// HTTP listener.
     #[arg(long, env = "SLUICE_HTTP_ADDR", default_value = "0.0.0.0:8080")]
@@ -131,6 +148,8 @@ pub struct Config {
     pub object_store: String,
     pub wal_store: String,
     pub metadata: String,
+    pub s3: crate::store::s3::S3Options,
+    pub dynamodb_endpoint: Option<String>,
     pub http_addr: String,
     pub kafka_addr: String,
     pub advertised_http_addr: String,
@@ -271,6 +290,12 @@ impl ServeArgs {
             object_store,
             wal_store,
             metadata,
+            s3: crate::store::s3::S3Options {
+                endpoint: self.s3_endpoint.clone(),
+                region: self.s3_region.clone(),
+                force_path_style: self.s3_force_path_style || self.s3_endpoint.is_some(),
+            },
+            dynamodb_endpoint: self.dynamodb_endpoint.clone(),
             advertised_http_addr: self
                 .advertised_http_addr
                 .clone()

@@ -9,6 +9,7 @@
 pub mod client;
 pub mod command;
 pub mod conformance;
+pub mod dynamo_log;
 pub mod entry;
 pub mod liveness;
 pub mod log;

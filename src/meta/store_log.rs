@@ -19,6 +19,17 @@ pub struct StoreLog {
 }
 
 impl StoreLog {
+    /// Delete snapshots older than the newest one at or below `index`.
+    pub async fn truncate_snapshots_before(&self, index: LogIndex) -> StoreResult<()> {
+        let snaps = self.snapshot_indices().await?;
+        if let Some(base) = snaps.iter().copied().filter(|s| *s <= index).max() {
+            for s in snaps.into_iter().filter(|s| *s < base) {
+                self.store.delete(&self.snapshot_key(s)).await?;
+            }
+        }
+        Ok(())
+    }
+
     /// `prefix` is prepended to every key (`""` or ending with `/`).
     pub fn new(store: DynStore, prefix: &str) -> Self {
         Self {
@@ -109,12 +120,7 @@ impl MetaLog for StoreLog {
             self.store.delete(&o.key).await?;
             removed += 1;
         }
-        let snaps = self.snapshot_indices().await?;
-        if let Some(base) = snaps.iter().copied().filter(|s| *s <= index).max() {
-            for s in snaps.into_iter().filter(|s| *s < base) {
-                self.store.delete(&self.snapshot_key(s)).await?;
-            }
-        }
+        self.truncate_snapshots_before(index).await?;
         Ok(removed)
     }
 }

@@ -54,12 +54,17 @@ pub struct Backends {
 }
 
 impl Backends {
-    pub fn open(config: &Config) -> anyhow::Result<Self> {
-        Ok(Self {
-            data: crate::store::open_url(&config.object_store)?,
-            wal: crate::store::open_url(&config.wal_store)?,
-            log: crate::meta::log::open_url(&config.metadata)?,
-        })
+    pub async fn open(config: &Config) -> anyhow::Result<Self> {
+        let data = crate::store::open_url(&config.object_store, &config.s3).await?;
+        let wal = crate::store::open_url(&config.wal_store, &config.s3).await?;
+        let log = crate::meta::log::open_url(
+            &config.metadata,
+            &config.s3,
+            config.dynamodb_endpoint.as_deref(),
+            data.clone(),
+        )
+        .await?;
+        Ok(Self { data, wal, log })
     }
 }
 
@@ -102,7 +107,7 @@ impl std::fmt::Debug for Node {
 impl Node {
     /// Open the stores named in `config` and start.
     pub async fn start(config: Config) -> anyhow::Result<Arc<Node>> {
-        let backends = Backends::open(&config)?;
+        let backends = Backends::open(&config).await?;
         Self::start_with(config, backends).await
     }
 

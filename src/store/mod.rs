@@ -11,6 +11,7 @@ pub mod conformance;
 pub mod faulty;
 pub mod local;
 pub mod memory;
+pub mod s3;
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -199,10 +200,9 @@ pub fn resolve_range(size: u64, range: Option<Range<u64>>) -> Result<Range<u64>,
     Ok(range.start..range.end.min(size))
 }
 
-/// Open a store from its URL: `memory://`, `file:///path`.
-/// (`s3://` arrives with the AWS backends.)
-pub fn open_url(url: &str) -> anyhow::Result<DynStore> {
-    if url == "memory://" || url.starts_with("memory://") {
+/// Open a store from its URL: `memory://`, `file:///path`, `s3://bucket/prefix`.
+pub async fn open_url(url: &str, s3: &s3::S3Options) -> anyhow::Result<DynStore> {
+    if url.starts_with("memory://") {
         return Ok(Arc::new(MemoryStore::new()));
     }
     if let Some(path) = url.strip_prefix("file://") {
@@ -211,7 +211,10 @@ pub fn open_url(url: &str) -> anyhow::Result<DynStore> {
         }
         return Ok(Arc::new(LocalStore::open(path)?));
     }
-    anyhow::bail!("unsupported store URL {url:?} (expected memory:// or file:///path)")
+    if url.starts_with("s3://") {
+        return Ok(Arc::new(s3::S3Store::open(url, s3).await?));
+    }
+    anyhow::bail!("unsupported store URL {url:?} (expected memory://, file:///path or s3://bucket/prefix)")
 }
 
 #[cfg(test)]

@@ -56,6 +56,12 @@ fn seq_of(key: &str) -> Option<SegmentSeq> {
 }
 
 /// Step 1, then read every segment below the fence.
+///
+/// The fence is the *lowest* marker in the run of objects from the lowest
+/// present seq: segments of the dead writer may have landed above a marker
+/// (up to `--wal-max-inflight` PUTs run at once, and none of them was ever
+/// acknowledged), so a redone takeover must find the marker an earlier one
+/// placed rather than add another at the end.
 pub async fn fence_and_read(
     store: &DynStore,
     node: &NodeId,
@@ -64,28 +70,33 @@ pub async fn fence_and_read(
 ) -> Result<FencedWal, TakeoverError> {
     let prefix = incarnation_prefix(node, epoch);
     let mut backoff = Duration::from_millis(10);
-    let (low, fence_seq) = loop {
+    let mut read: BTreeMap<SegmentSeq, WalObject> = BTreeMap::new();
+    loop {
         let listed = store.list(&prefix).await?;
         let seqs: Vec<SegmentSeq> = listed.iter().filter_map(|o| seq_of(&o.key)).collect();
         let low = seqs.first().copied().unwrap_or(SegmentSeq::ZERO);
+        // Walk the contiguous run from `low`, stopping at the first marker.
         let mut k = low;
+        let mut fenced_at = None;
         for s in &seqs {
-            if *s == k {
-                k = k.next();
-            } else if *s > k {
+            if *s != k {
                 break;
             }
-        }
-        // An earlier takeover may have fenced already: the marker is the
-        // last object of the run.
-        if k > low {
-            let last = SegmentSeq(k.0 - 1);
-            let key = segment_key(node, epoch, last);
-            if let Some(bytes) = store.get(&key, None).await? {
-                if let WalObject::Fence(_) = decode_wal_object(&key, &bytes)? {
-                    break (low, last);
-                }
+            if !read.contains_key(s) {
+                let key = segment_key(node, epoch, *s);
+                let Some(bytes) = store.get(&key, None).await? else {
+                    break;
+                };
+                read.insert(*s, decode_wal_object(&key, &bytes)?);
             }
+            if let Some(WalObject::Fence(_)) = read.get(s) {
+                fenced_at = Some(*s);
+                break;
+            }
+            k = k.next();
+        }
+        if let Some(fence_seq) = fenced_at {
+            return Ok(collect(read, low, fence_seq));
         }
         let marker = FenceMarker {
             fenced_node: node.clone(),
@@ -97,7 +108,10 @@ pub async fn fence_and_read(
         };
         let key = segment_key(node, epoch, k);
         match store.put_if_absent(&key, encode_fence_marker(&marker)).await {
-            Ok(PutOutcome::Created) => break (low, k),
+            Ok(PutOutcome::Created) => {
+                crate::telemetry::count("wal_fences_total", &[]);
+                return Ok(collect(read, low, k));
+            }
             // The writer raced us (or our earlier attempt landed): list again.
             Ok(PutOutcome::AlreadyExists) => {}
             Err(e) if e.retryable => {
@@ -106,23 +120,20 @@ pub async fn fence_and_read(
             }
             Err(e) => return Err(e.into()),
         }
-    };
-    crate::telemetry::count("wal_fences_total", &[]);
+    }
+}
+
+/// The segments `low..fence_seq`, in order.
+fn collect(mut read: BTreeMap<SegmentSeq, WalObject>, low: SegmentSeq, fence_seq: SegmentSeq) -> FencedWal {
     let mut segments = Vec::new();
     let mut seq = low;
     while seq < fence_seq {
-        let key = segment_key(node, epoch, seq);
-        let bytes = store
-            .get(&key, None)
-            .await?
-            .ok_or_else(|| TakeoverError::MissingSegment(key.clone()))?;
-        match decode_wal_object(&key, &bytes)? {
-            WalObject::Segment(s) => segments.push(s),
-            WalObject::Fence(_) => return Err(TakeoverError::MissingSegment(format!("{key} is a fence marker"))),
+        if let Some(WalObject::Segment(s)) = read.remove(&seq) {
+            segments.push(s);
         }
         seq = seq.next();
     }
-    Ok(FencedWal { fence_seq, segments })
+    FencedWal { fence_seq, segments }
 }
 
 /// What replay needs to know of a stream being recovered.

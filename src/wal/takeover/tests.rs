@@ -1,6 +1,6 @@
 use super::*;
 use crate::ids::TopicId;
-use crate::store::MemoryStore;
+use crate::store::{MemoryStore, ObjectStore};
 use crate::stream::batch::{encode_batch, Record};
 use crate::wal::{WalConfig, WalError, WalWriter};
 use std::sync::Arc;
@@ -168,5 +168,50 @@ fn replay_stops_loudly_at_a_gap() {
             }
         ),
         "{err}"
+    );
+}
+
+#[tokio::test]
+async fn a_redone_takeover_uses_the_lowest_marker_even_with_segments_landed_above_it() {
+    use crate::wal::segment::{encode_segment, Segment};
+    let store: DynStore = Arc::new(MemoryStore::new());
+    let node = NodeId::new("n1");
+    let w = WalWriter::start(
+        store.clone(),
+        node.clone(),
+        NodeEpoch(1),
+        WalConfig {
+            linger: Duration::ZERO,
+            segment_bytes: 1,
+            max_inflight: 1,
+        },
+    );
+    for i in 0..2 {
+        w.append(entry(0, 1, i, 1)).unwrap().await.unwrap().unwrap();
+    }
+    let first = fence_and_read(&store, &node, NodeEpoch(1), &fencer()).await.unwrap();
+    assert_eq!(first.fence_seq, SegmentSeq(2));
+    // An unacknowledged segment of the dead writer lands above the marker
+    // (it was in flight when the marker was placed).
+    let late = Segment {
+        node: node.clone(),
+        epoch: NodeEpoch(1),
+        seq: SegmentSeq(3),
+        entries: vec![entry(0, 1, 2, 1)],
+    };
+    store
+        .put_if_absent(&segment_key(&node, NodeEpoch(1), SegmentSeq(3)), encode_segment(&late))
+        .await
+        .unwrap();
+    let again = fence_and_read(&store, &node, NodeEpoch(1), &fencer()).await.unwrap();
+    assert_eq!(again.fence_seq, SegmentSeq(2), "the first marker is the fence");
+    assert_eq!(again.segments.len(), 2);
+    assert!(
+        store
+            .get(&segment_key(&node, NodeEpoch(1), SegmentSeq(4)), None)
+            .await
+            .unwrap()
+            .is_none(),
+        "no second marker"
     );
 }
