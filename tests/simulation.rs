@@ -1,0 +1,219 @@
+//! Layer 3 of the test plan: a deterministic simulation of a whole cluster in
+//! one process (see `docs/design/simulation.md`).
+//!
+//! Three nodes run on a current-thread tokio runtime with paused time, so
+//! every timer (heartbeats, node timeouts, backoffs, injected latency) runs in
+//! simulated time and a minute of cluster life takes about a second. They
+//! share one in-memory object store (data and WAL) and one in-memory store
+//! holding the metadata log, each through its own fault-injecting
+//! connections. A seeded schedule crashes, shuts down, partitions, stalls and
+//! degrades nodes while producers and readers run; afterwards everything is
+//! healed and the invariants of `/work/shared/design/README.md` are checked.
+//!
+//! Environment:
+//! - `SLUICE_SIM_SEEDS=N`: run seeds 1..=N (default 20);
+//! - `SLUICE_SIM_SEED=S`: run only seed S (prints its trace);
+//! - `SLUICE_SIM_VERBOSE=1`: print the harness's trace as it happens;
+//! - `SLUICE_SIM_LOG=<filter>`: the nodes' own logs (e.g. `sluice=info`),
+//!   stamped with simulated time.
+//!
+//! Reproducibility: the fault schedule, every injected fault's RNG and every
+//! client's choices come from the seed. The interleaving of tasks does not
+//! quite: tokio's `select!` polls branches in a random order from an RNG
+//! the runtime seeds itself, and Sluice draws a few random numbers of its
+//! own (proposal ids, data-object names). A seed therefore replays the same
+//! faults at the same simulated instants against the same workload, but not
+//! bit for bit the same run; a failure that depends on a lucky interleaving
+//! may need a few reruns of its seed.
+
+mod support;
+
+#[path = "simulation/harness.rs"]
+mod harness;
+#[path = "simulation/history.rs"]
+mod history;
+#[path = "simulation/recording.rs"]
+mod recording;
+#[path = "simulation/schedule.rs"]
+mod schedule;
+
+use harness::{run_seed, SeedReport};
+use std::cell::Cell;
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+/// Seeds that once failed, run on every `cargo test` after their fix.
+const PINNED: &[u64] = &[];
+
+/// Seeds that fail because of a bug in `src/` that is not fixed yet, with
+/// the report. Run with `cargo test --test simulation -- --ignored`.
+/// They are skipped by the other tests so that they do not block CI.
+const KNOWN_BUGS: &[(u64, &str)] = &[(
+    12,
+    "WAL takeover stuck forever: a retried fence_and_read places a second fence marker above \
+     segments the dead writer pipelined past the first marker, then refuses the first marker \
+     as 'missing below the fence' (src/wal/takeover.rs); streams stay Recovering",
+)];
+
+fn known_bug(seed: u64) -> bool {
+    KNOWN_BUGS.iter().any(|(s, _)| *s == seed)
+}
+
+thread_local! {
+    /// Panics on this thread: with a current-thread runtime every task of a
+    /// seed runs here, so a node task that panics (and is swallowed by its
+    /// `JoinHandle`) still fails the seed.
+    static PANICS: Cell<u64> = const { Cell::new(0) };
+    /// Simulated time zero of the seed running on this thread, for log stamps.
+    static SIM_T0: Cell<Option<tokio::time::Instant>> = const { Cell::new(None) };
+}
+
+fn install_hooks() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            PANICS.with(|p| p.set(p.get() + 1));
+            previous(info);
+        }));
+        if let Ok(filter) = std::env::var("SLUICE_SIM_LOG") {
+            let _ = tracing_subscriber::fmt()
+                .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+                .with_timer(SimClock)
+                .with_test_writer()
+                .try_init();
+        }
+    });
+}
+
+/// Stamps log lines with the simulated time of the running seed.
+struct SimClock;
+
+impl tracing_subscriber::fmt::time::FormatTime for SimClock {
+    fn format_time(&self, w: &mut tracing_subscriber::fmt::format::Writer<'_>) -> std::fmt::Result {
+        match SIM_T0.with(Cell::get) {
+            Some(t0) if tokio::runtime::Handle::try_current().is_ok() => {
+                write!(w, "{:>7} ms", t0.elapsed().as_millis())
+            }
+            _ => write!(w, "      - ms"),
+        }
+    }
+}
+
+/// Run one seed on a fresh runtime. `Err` is the reason it failed.
+fn run_one(seed: u64) -> (Result<(), String>, SeedReport) {
+    install_hooks();
+    let panics_before = PANICS.with(Cell::get);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .expect("a runtime");
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        runtime.block_on(async {
+            SIM_T0.with(|t| t.set(Some(tokio::time::Instant::now())));
+            run_seed(seed).await
+        })
+    }));
+    drop(runtime);
+    SIM_T0.with(|t| t.set(None));
+    let mut report = match result {
+        Ok(report) => report,
+        Err(_) => {
+            let mut r = SeedReport::default();
+            r.violations.push("the harness panicked".into());
+            r
+        }
+    };
+    let panics = PANICS.with(Cell::get) - panics_before;
+    if panics > 0 {
+        report.violations.push(format!("{panics} task(s) panicked"));
+    }
+    let outcome = match report.violations.first() {
+        None => Ok(()),
+        Some(first) if report.violations.len() == 1 => Err(first.clone()),
+        Some(first) => Err(format!("{first} (and {} more)", report.violations.len() - 1)),
+    };
+    (outcome, report)
+}
+
+/// Run `seeds`, print a summary, and fail if any seed failed.
+fn run_seeds(label: &str, seeds: &[u64], print_trace: bool) {
+    let started = Instant::now();
+    let mut counts: BTreeMap<String, u64> = BTreeMap::new();
+    let mut acked = 0;
+    let mut failed = Vec::new();
+    for &seed in seeds {
+        let t = Instant::now();
+        let (outcome, report) = run_one(seed);
+        acked += report.acked;
+        for (k, v) in &report.counts {
+            *counts.entry(k.clone()).or_default() += v;
+        }
+        let failed_now = outcome.is_err();
+        if print_trace || failed_now {
+            for line in &report.trace {
+                eprintln!("seed {seed}: {line}");
+            }
+        }
+        match outcome {
+            Ok(()) => eprintln!(
+                "seed {seed}: ok ({} acked records, {:.1} s wall)",
+                report.acked,
+                t.elapsed().as_secs_f64()
+            ),
+            Err(reason) => {
+                eprintln!("simulation failed for seed {seed}: {reason}");
+                for v in report.violations.iter().skip(1) {
+                    eprintln!("seed {seed}:   also: {v}");
+                }
+                failed.push(seed);
+            }
+        }
+    }
+    eprintln!("---- simulation summary ({label}) ----");
+    eprintln!("seeds run: {} ({:?})", seeds.len(), seeds);
+    eprintln!("acknowledged records: {acked}");
+    for (k, v) in &counts {
+        eprintln!("  {k}: {v}");
+    }
+    eprintln!("wall time: {:.1} s", started.elapsed().as_secs_f64());
+    assert!(failed.is_empty(), "simulation failed for seeds {failed:?}");
+}
+
+fn env_u64(name: &str) -> Option<u64> {
+    let v = std::env::var(name).ok()?;
+    Some(v.trim().parse().unwrap_or_else(|_| panic!("{name}={v:?} is not a number")))
+}
+
+#[test]
+fn simulated_cluster_keeps_the_invariants_under_faults() {
+    match env_u64("SLUICE_SIM_SEED") {
+        Some(seed) => run_seeds("one seed", &[seed], true),
+        None => {
+            let n = env_u64("SLUICE_SIM_SEEDS").unwrap_or(20);
+            let seeds: Vec<u64> = (1..=n).filter(|s| !known_bug(*s)).collect();
+            if seeds.len() < n as usize {
+                eprintln!("skipping seeds of known bugs in src/ (run them with --ignored): {KNOWN_BUGS:?}");
+            }
+            run_seeds("seeds", &seeds, false);
+        }
+    }
+}
+
+#[test]
+fn pinned_seeds_stay_fixed() {
+    if std::env::var_os("SLUICE_SIM_SEED").is_some() || PINNED.is_empty() {
+        return;
+    }
+    run_seeds("pinned", PINNED, false);
+}
+
+#[test]
+#[ignore = "seeds that expose known bugs in src/; see KNOWN_BUGS"]
+fn known_bug_seeds() {
+    for (seed, why) in KNOWN_BUGS {
+        eprintln!("seed {seed}: {why}");
+    }
+    run_seeds("known bugs", &KNOWN_BUGS.iter().map(|(s, _)| *s).collect::<Vec<_>>(), false);
+}
