@@ -316,7 +316,14 @@ fn resolve(sim: &Sim, ev: &Event) -> Option<usize> {
     let load: Vec<u64> = sim
         .slots
         .iter()
-        .map(|s| s.state.lock().unwrap().node.as_ref().map_or(0, |n| n.open_streams().len() as u64))
+        .map(|s| {
+            s.state
+                .lock()
+                .unwrap()
+                .node
+                .as_ref()
+                .map_or(0, |n| n.open_streams().len() as u64)
+        })
         .collect();
     let mut health = sim.health.lock().unwrap();
     let free = |n: usize| health.impaired_until[n] <= now;
@@ -415,14 +422,22 @@ async fn run_event(sim: Arc<Sim>, start: Instant, index: usize, ev: Event) {
             }
         }
         Fault::MetaPartition { dur } => {
-            sim.log(format!("fault: {} cut from the metadata store for {} ms", slot.id, dur.as_millis()));
+            sim.log(format!(
+                "fault: {} cut from the metadata store for {} ms",
+                slot.id,
+                dur.as_millis()
+            ));
             slot.log.set_unavailable(true);
             sleep(dur).await;
             slot.log.set_unavailable(false);
             sim.log(format!("heal: {} reaches the metadata store again", slot.id));
         }
         Fault::StorePartition { dur } => {
-            sim.log(format!("fault: {} cut from the object store for {} ms", slot.id, dur.as_millis()));
+            sim.log(format!(
+                "fault: {} cut from the object store for {} ms",
+                slot.id,
+                dur.as_millis()
+            ));
             slot.data.set_unavailable(true);
             slot.wal.set_unavailable(true);
             sleep(dur).await;
@@ -522,7 +537,10 @@ async fn producer(sim: Arc<Sim>, i: usize, mut rng: SmallRng) {
             Ok(Err(e)) => {
                 sim.count(format!("append: {}", e.code.as_str()));
                 if e.code == ErrorCode::Internal {
-                    sim.violation(format!("append to {} {} failed with an internal error: {e}", node.id, node.epoch));
+                    sim.violation(format!(
+                        "append to {} {} failed with an internal error: {e}",
+                        node.id, node.epoch
+                    ));
                 }
             }
             Err(_) => sim.count("append: timed out (outcome unknown)"),
@@ -544,7 +562,10 @@ async fn reader(sim: Arc<Sim>, i: usize, mut rng: SmallRng) {
         let (from, wait) = match rng.random_range(0..20) {
             0..=1 => (ReadFrom::Start, Duration::ZERO),
             2..=4 => (ReadFrom::End, millis(&mut rng, 0, 1_500)),
-            _ => (ReadFrom::At(Offset(rng.random_range(0..=known_end + 2))), Duration::ZERO),
+            _ => (
+                ReadFrom::At(Offset(rng.random_range(0..=known_end + 2))),
+                Duration::ZERO,
+            ),
         };
         let req = ReadRequest {
             from,
@@ -561,7 +582,10 @@ async fn reader(sim: Arc<Sim>, i: usize, mut rng: SmallRng) {
             Ok(Err(e)) => {
                 sim.count(format!("read: {}", e.code.as_str()));
                 if e.code == ErrorCode::Internal {
-                    sim.violation(format!("read from {} {} failed with an internal error: {e}", node.id, node.epoch));
+                    sim.violation(format!(
+                        "read from {} {} failed with an internal error: {e}",
+                        node.id, node.epoch
+                    ));
                 }
             }
             Err(_) => sim.count("read: timed out"),
@@ -579,7 +603,9 @@ fn check_read(sim: &Sim, who: &str, p: u32, from: ReadFrom, r: &ReadResult) {
     let origin = sim.origin(who.to_string());
     for (o, rec) in &r.records {
         if expect.is_some_and(|e| e != *o) {
-            sim.violation(format!("{who}: read of partition {p} from {from:?} returned offset {o} where {expect:?} was due"));
+            sim.violation(format!(
+                "{who}: read of partition {p} from {from:?} returned offset {o} where {expect:?} was due"
+            ));
         }
         if *o >= r.high_watermark {
             sim.violation(format!(
@@ -595,7 +621,10 @@ fn check_read(sim: &Sim, who: &str, p: u32, from: ReadFrom, r: &ReadResult) {
     }
     if let Some((last, _)) = r.records.last() {
         if r.next_offset != last.next() {
-            sim.violation(format!("{who}: next_offset {} after a last record at {}", r.next_offset, last));
+            sim.violation(format!(
+                "{who}: next_offset {} after a last record at {}",
+                r.next_offset, last
+            ));
         }
     }
 }
@@ -606,7 +635,10 @@ async fn wait_until(what: &str, limit: Duration, mut ok: impl FnMut() -> bool) -
     let deadline = Instant::now() + limit;
     while !ok() {
         if Instant::now() >= deadline {
-            return Err(format!("hang: {what} not reached within {} s of simulated time", limit.as_secs()));
+            return Err(format!(
+                "hang: {what} not reached within {} s of simulated time",
+                limit.as_secs()
+            ));
         }
         sleep(Duration::from_millis(100)).await;
     }
@@ -694,8 +726,13 @@ async fn wal_diagnosis(sim: &Sim) -> String {
     let mut out = String::new();
     for (node, epoch) in dead {
         let prefix = format!("wal/{node}/{epoch}/");
-        let Ok(listed) = sim.shared_data.list(&prefix).await else { continue };
-        let seqs: Vec<u64> = listed.iter().filter_map(|o| o.key.rsplit('/').next()?.parse().ok()).collect();
+        let Ok(listed) = sim.shared_data.list(&prefix).await else {
+            continue;
+        };
+        let seqs: Vec<u64> = listed
+            .iter()
+            .filter_map(|o| o.key.rsplit('/').next()?.parse().ok())
+            .collect();
         let mut markers = Vec::new();
         for o in &listed {
             if let Ok(Some(b)) = sim.shared_data.get(&o.key, None).await {
@@ -771,7 +808,10 @@ async fn final_read(sim: &Sim, p: u32) -> Result<Vec<Bytes>, String> {
                 }
             };
             if r.start_offset != Offset(0) {
-                return Err(format!("partition {p} starts at {}, not 0 (nothing is ever trimmed)", r.start_offset));
+                return Err(format!(
+                    "partition {p} starts at {}, not 0 (nothing is ever trimmed)",
+                    r.start_offset
+                ));
             }
             if r.records.is_empty() {
                 if r.high_watermark.0 == values.len() as u64 {
@@ -807,7 +847,10 @@ pub async fn run_seed(seed: u64) -> SeedReport {
 
     let outcome = match timeout(Duration::from_secs(900), drive(&sim, events, client_seeds)).await {
         Ok(r) => r,
-        Err(_) => Err(format!("hang: the run did not finish within 900 s of simulated time; {}", streams_summary(&sim))),
+        Err(_) => Err(format!(
+            "hang: the run did not finish within 900 s of simulated time; {}",
+            streams_summary(&sim)
+        )),
     };
     if let Err(e) = outcome {
         sim.violation(e);
@@ -909,8 +952,14 @@ async fn drive(sim: &Arc<Sim>, events: Vec<Event>, client_seeds: Vec<u64>) -> Re
     }
     let healed = Instant::now();
     wait_all_open(sim, "after healing: every stream open on a live node", HEAL_TIMEOUT).await?;
-    sim.log(format!("every stream open {} ms after healing", healed.elapsed().as_millis()));
-    sim.count_n("heal: ms until every stream open (sum)", healed.elapsed().as_millis() as u64);
+    sim.log(format!(
+        "every stream open {} ms after healing",
+        healed.elapsed().as_millis()
+    ));
+    sim.count_n(
+        "heal: ms until every stream open (sum)",
+        healed.elapsed().as_millis() as u64,
+    );
 
     for p in 0..PARTITIONS {
         final_append(sim, p).await?;

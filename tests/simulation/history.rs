@@ -82,7 +82,9 @@ pub fn check_final(history: &History, final_state: &BTreeMap<u32, Vec<Bytes>>) -
         }
     }
     if lost > 10 {
-        out.push(format!("invariant 1: ... {lost} acknowledged records lost or changed in all"));
+        out.push(format!(
+            "invariant 1: ... {lost} acknowledged records lost or changed in all"
+        ));
     }
     // Invariants 2 and 3: whatever any reader saw is in the final state.
     let mut bad = 0;
@@ -106,7 +108,9 @@ pub fn check_final(history: &History, final_state: &BTreeMap<u32, Vec<Bytes>>) -
         }
     }
     if bad > 10 {
-        out.push(format!("invariant 3: ... {bad} observed records not in the final state in all"));
+        out.push(format!(
+            "invariant 3: ... {bad} observed records not in the final state in all"
+        ));
     }
     // Every value once: producers never send a value twice.
     let mut where_: HashMap<&Bytes, (u32, usize)> = HashMap::new();

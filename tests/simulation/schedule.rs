@@ -114,11 +114,21 @@ pub fn draw(rng: &mut SmallRng, length: Duration) -> Vec<Event> {
         }
         let pick = rng.random();
         let fault = match rng.random_range(0..100u32) {
-            0..=19 => Fault::Crash { down: secs(rng, 500, 10_000) },
-            20..=26 => Fault::Shutdown { down: secs(rng, 500, 5_000) },
-            27..=36 => Fault::MetaPartition { dur: secs(rng, 300, 3_000) },
-            37..=46 => Fault::MetaPartition { dur: secs(rng, 5_000, 15_000) },
-            47..=58 => Fault::StorePartition { dur: secs(rng, 500, 12_000) },
+            0..=19 => Fault::Crash {
+                down: secs(rng, 500, 10_000),
+            },
+            20..=26 => Fault::Shutdown {
+                down: secs(rng, 500, 5_000),
+            },
+            27..=36 => Fault::MetaPartition {
+                dur: secs(rng, 300, 3_000),
+            },
+            37..=46 => Fault::MetaPartition {
+                dur: secs(rng, 5_000, 15_000),
+            },
+            47..=58 => Fault::StorePartition {
+                dur: secs(rng, 500, 12_000),
+            },
             59..=64 => {
                 let lo = rng.random_range(1_000..4_000);
                 Fault::Stall {
