@@ -79,6 +79,8 @@ fn configure(store: &FaultyStore, config: FaultConfig) {
 /// What one seed did and found.
 #[derive(Debug, Default)]
 pub struct SeedReport {
+    /// The known bug whose signature the seed's only failure (a hang) has.
+    pub known_bug: Option<&'static str>,
     pub counts: BTreeMap<String, u64>,
     pub acked: u64,
     pub violations: Vec<String>,
@@ -98,8 +100,14 @@ pub struct Sim {
     stop: AtomicBool,
     topic: OnceLock<TopicId>,
     health: Mutex<Health>,
+    /// Set when a hang shows the signature of a known bug in `src/`.
+    known_bug: Mutex<Option<&'static str>>,
     verbose: bool,
 }
+
+/// The signature of the takeover bug: a dead incarnation's WAL holds more
+/// than one fence marker, and its streams stay recovering.
+pub const TAKEOVER_SECOND_MARKER: &str = "takeover-second-fence-marker";
 
 /// Until when each node is out of service (or under a fault configuration)
 /// because of the schedule; keeps one node healthy nearly all the time.
@@ -164,6 +172,7 @@ impl Sim {
                 impaired_until: [Instant::now(); NODES],
                 configured_until: [Instant::now(); NODES],
             }),
+            known_bug: Mutex::new(None),
             verbose: std::env::var_os("SLUICE_SIM_VERBOSE").is_some(),
         }
     }
@@ -733,13 +742,16 @@ async fn wal_diagnosis(sim: &Sim) -> String {
             .iter()
             .filter_map(|o| o.key.rsplit('/').next()?.parse().ok())
             .collect();
-        let mut markers = Vec::new();
+        let mut markers: Vec<String> = Vec::new();
         for o in &listed {
             if let Ok(Some(b)) = sim.shared_data.get(&o.key, None).await {
                 if let Ok(WalObject::Fence(f)) = decode_wal_object(&o.key, &b) {
                     markers.push(format!("seq {} by {} {}", f.seq.0, f.holder, f.holder_epoch));
                 }
             }
+        }
+        if markers.len() > 1 {
+            *sim.known_bug.lock().unwrap() = Some(TAKEOVER_SECOND_MARKER);
         }
         out.push_str(&format!(
             "; WAL {prefix}: {} objects, seqs {:?}..={:?}, fence markers at [{}]",
@@ -893,7 +905,14 @@ pub async fn run_seed(seed: u64) -> SeedReport {
     }
     let history = std::mem::take(&mut *sim.history.lock().unwrap());
     let trace = std::mem::take(&mut *sim.trace.lock().unwrap());
+    let only_a_hang = history.violations.iter().all(|v| v.starts_with("hang: after healing"));
+    let known_bug = if only_a_hang && !history.violations.is_empty() {
+        *sim.known_bug.lock().unwrap()
+    } else {
+        None
+    };
     SeedReport {
+        known_bug,
         acked: history.acked.len() as u64,
         counts,
         violations: history.violations,
