@@ -1,0 +1,86 @@
+//! A recording wrapper around the shared object store: every WAL segment that
+//! is really created is decoded, and its writers are noted per stream epoch.
+//!
+//! It sits *under* each node's `FaultyStore`, so a PUT whose reply is lost on
+//! the way back to the node is still recorded: it did land.
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use sluice::ids::{NodeEpoch, NodeId, StreamEpoch, StreamId};
+use sluice::store::{DynStore, ObjectMeta, ObjectStore, PutOutcome, StoreResult};
+use sluice::wal::segment::{decode_wal_object, WalObject};
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
+use std::sync::{Arc, Mutex};
+
+/// What landed under `wal/`.
+#[derive(Debug, Default)]
+pub struct WalLedger {
+    /// Per (stream, stream epoch), every (node, node epoch) whose segments
+    /// hold entries at that epoch. Invariant 4: one element each.
+    pub writers: BTreeMap<(StreamId, StreamEpoch), BTreeSet<(NodeId, NodeEpoch)>>,
+    pub segments: u64,
+    pub fence_markers: u64,
+    /// Keys under `wal/` that did not decode: always a violation.
+    pub undecodable: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct RecordingStore {
+    inner: DynStore,
+    ledger: Arc<Mutex<WalLedger>>,
+}
+
+impl RecordingStore {
+    pub fn new(inner: DynStore) -> Self {
+        Self {
+            inner,
+            ledger: Arc::default(),
+        }
+    }
+
+    pub fn ledger(&self) -> Arc<Mutex<WalLedger>> {
+        self.ledger.clone()
+    }
+
+    fn record(&self, key: &str, body: &[u8]) {
+        let mut ledger = self.ledger.lock().unwrap();
+        match decode_wal_object(key, body) {
+            Ok(WalObject::Segment(s)) => {
+                ledger.segments += 1;
+                for e in &s.entries {
+                    ledger
+                        .writers
+                        .entry((e.stream, e.stream_epoch))
+                        .or_default()
+                        .insert((s.node.clone(), s.epoch));
+                }
+            }
+            Ok(WalObject::Fence(_)) => ledger.fence_markers += 1,
+            Err(e) => ledger.undecodable.push(format!("{key}: {e}")),
+        }
+    }
+}
+
+#[async_trait]
+impl ObjectStore for RecordingStore {
+    async fn put_if_absent(&self, key: &str, body: Bytes) -> StoreResult<PutOutcome> {
+        let outcome = self.inner.put_if_absent(key, body.clone()).await?;
+        if outcome == PutOutcome::Created && key.starts_with("wal/") {
+            self.record(key, &body);
+        }
+        Ok(outcome)
+    }
+
+    async fn get(&self, key: &str, range: Option<Range<u64>>) -> StoreResult<Option<Bytes>> {
+        self.inner.get(key, range).await
+    }
+
+    async fn list(&self, prefix: &str) -> StoreResult<Vec<ObjectMeta>> {
+        self.inner.list(prefix).await
+    }
+
+    async fn delete(&self, key: &str) -> StoreResult<()> {
+        self.inner.delete(key).await
+    }
+}
