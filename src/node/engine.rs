@@ -119,7 +119,7 @@ impl Node {
             return Ok((result(Vec::new()), true));
         }
         if let Some(s) = &local {
-            if let Some(r) = s.read_tail(from, req.limit, req.max_bytes) {
+            if let Some(r) = s.read_tail(from, hw, req.limit, req.max_bytes) {
                 return Ok((result(r?), false));
             }
         }
@@ -132,7 +132,7 @@ impl Node {
                 .map(|(_, r)| crate::stream::partition::record_size(r))
                 .sum();
             if records.len() < req.limit && used < req.max_bytes && next < hw {
-                if let Some(more) = s.read_tail(next, req.limit - records.len(), req.max_bytes - used) {
+                if let Some(more) = s.read_tail(next, hw, req.limit - records.len(), req.max_bytes - used) {
                     records.extend(more?);
                 }
             }

@@ -165,13 +165,17 @@ impl OpenStream {
 
     /// Durable records from `from` on, if `from` is still in the tail.
     /// `None` means "older than the tail: read the data objects".
+    ///
+    /// Only records below `below` (a high watermark the caller already
+    /// reported, capped at the current one) are returned.
     pub fn read_tail(
         &self,
         from: Offset,
+        below: Offset,
         limit: usize,
         max_bytes: usize,
     ) -> Option<Result<Vec<(Offset, Record)>, ApiError>> {
-        let hw = self.high_watermark();
+        let hw = self.high_watermark().min(below);
         let inner = self.inner.lock().unwrap();
         let first = inner.tail.front().map_or(inner.next, |b| b.base);
         if from < first {

@@ -78,6 +78,7 @@ pub async fn fence_and_read(
         // Walk the contiguous run from `low`, stopping at the first marker.
         let mut k = low;
         let mut fenced_at = None;
+        let mut vanished = false;
         for s in &seqs {
             if *s != k {
                 break;
@@ -85,6 +86,9 @@ pub async fn fence_and_read(
             if !read.contains_key(s) {
                 let key = segment_key(node, epoch, *s);
                 let Some(bytes) = store.get(&key, None).await? else {
+                    // Truncated from the front meanwhile (its records are
+                    // committed). Never fence at a freed key: list again.
+                    vanished = true;
                     break;
                 };
                 read.insert(*s, decode_wal_object(&key, &bytes)?);
@@ -95,8 +99,12 @@ pub async fn fence_and_read(
             }
             k = k.next();
         }
+        tracing::debug!(%node, %epoch, listed = seqs.len(), first = ?seqs.first(), last = ?seqs.last(), run_end = %k, fenced_at = ?fenced_at, "takeover listing");
         if let Some(fence_seq) = fenced_at {
             return Ok(collect(read, low, fence_seq));
+        }
+        if vanished {
+            continue;
         }
         let marker = FenceMarker {
             fenced_node: node.clone(),

@@ -99,6 +99,8 @@ struct Shared {
     state: Mutex<State>,
     wake: Notify,
     fenced_tx: watch::Sender<bool>,
+    /// Held for the whole of a truncation.
+    truncating: tokio::sync::Mutex<()>,
 }
 
 /// Handle on one incarnation's WAL. Cheap to clone.
@@ -127,6 +129,7 @@ impl WalWriter {
             }),
             wake: Notify::new(),
             fenced_tx,
+            truncating: tokio::sync::Mutex::new(()),
         });
         tokio::spawn(cutter(shared.clone()));
         Self { shared }
@@ -169,7 +172,13 @@ impl WalWriter {
     /// `stream` below `end` are in data objects, or need no WAL any more).
     /// The newest acknowledged segment is always kept, so a takeover always
     /// finds the frontier of this incarnation's WAL.
+    ///
+    /// Truncations are serialized: two running at once would each delete
+    /// the same front and pop twice, forgetting segments that then stay in
+    /// the store below a hole — and a takeover reads the run from the
+    /// lowest present segment, so a hole there would misplace its fence.
     pub async fn truncate(&self, committed: impl Fn(StreamId, Offset) -> bool) -> usize {
+        let _one_at_a_time = self.shared.truncating.lock().await;
         let doomed: Vec<SegmentSeq> = {
             let s = self.shared.state.lock().unwrap();
             let keep_last = s.retained.len().saturating_sub(1);
@@ -186,7 +195,15 @@ impl WalWriter {
             if self.shared.store.delete(&key).await.is_err() {
                 break;
             }
-            self.shared.state.lock().unwrap().retained.pop_front();
+            let mut s = self.shared.state.lock().unwrap();
+            debug_assert_eq!(
+                s.retained.front().map(|(q, _)| *q),
+                Some(seq),
+                "deletes follow the front"
+            );
+            if s.retained.front().is_some_and(|(q, _)| *q == seq) {
+                s.retained.pop_front();
+            }
             deleted += 1;
         }
         telemetry::count_n("wal_segments_deleted_total", &[], deleted as u64);

@@ -726,7 +726,7 @@ async fn wal_diagnosis(sim: &Sim) -> String {
         .streams
         .values()
         .filter_map(|r| match &r.state {
-            StreamState::Recovering { node, node_epoch } => Some((node.to_string(), node_epoch.0)),
+            StreamState::Recovering { node, node_epoch, .. } => Some((node.to_string(), node_epoch.0)),
             _ => None,
         })
         .collect();

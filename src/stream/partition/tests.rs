@@ -37,19 +37,34 @@ async fn appends_get_dense_offsets_from_the_committed_end() {
     let b = s.append(&wal, &[rec("c")]).await.unwrap();
     assert_eq!((a.base, a.count, b.base), (Offset(5), 2, Offset(7)));
     assert_eq!(s.high_watermark(), Offset(8));
-    let read = s.read_tail(Offset(6), 10, 1 << 20).unwrap().unwrap();
+    let read = s.read_tail(Offset(6), Offset(u64::MAX), 10, 1 << 20).unwrap().unwrap();
     let got: Vec<(u64, Bytes)> = read.into_iter().map(|(o, r)| (o.0, r.value.unwrap())).collect();
     assert_eq!(got, vec![(6, Bytes::from("b")), (7, Bytes::from("c"))]);
-    assert!(s.read_tail(Offset(4), 10, 1 << 20).is_none(), "older than the tail");
+    assert!(
+        s.read_tail(Offset(4), Offset(u64::MAX), 10, 1 << 20).is_none(),
+        "older than the tail"
+    );
 }
 
 #[tokio::test]
 async fn reads_respect_limit_and_max_bytes_but_return_at_least_one_record() {
     let (s, wal, _) = setup(1 << 20);
     s.append(&wal, &[rec("aaaa"), rec("bbbb"), rec("cccc")]).await.unwrap();
-    assert_eq!(s.read_tail(Offset(5), 2, 1 << 20).unwrap().unwrap().len(), 2);
-    assert_eq!(s.read_tail(Offset(5), 10, 5).unwrap().unwrap().len(), 1);
-    assert_eq!(s.read_tail(Offset(5), 10, 1).unwrap().unwrap().len(), 1);
+    assert_eq!(
+        s.read_tail(Offset(5), Offset(u64::MAX), 2, 1 << 20)
+            .unwrap()
+            .unwrap()
+            .len(),
+        2
+    );
+    assert_eq!(
+        s.read_tail(Offset(5), Offset(u64::MAX), 10, 5).unwrap().unwrap().len(),
+        1
+    );
+    assert_eq!(
+        s.read_tail(Offset(5), Offset(u64::MAX), 10, 1).unwrap().unwrap().len(),
+        1
+    );
 }
 
 #[tokio::test]
@@ -75,8 +90,12 @@ async fn a_committed_flush_leaves_the_tail_and_frees_the_budget() {
     s.finish_flush(f.end);
     assert_eq!(budget.used(), 0);
     assert_eq!(s.committed_end(), Offset(8));
-    assert!(s.read_tail(Offset(5), 10, 100).is_none());
-    assert!(s.read_tail(Offset(8), 10, 100).unwrap().unwrap().is_empty());
+    assert!(s.read_tail(Offset(5), Offset(u64::MAX), 10, 100).is_none());
+    assert!(s
+        .read_tail(Offset(8), Offset(u64::MAX), 10, 100)
+        .unwrap()
+        .unwrap()
+        .is_empty());
 }
 
 #[tokio::test]

@@ -1,6 +1,6 @@
 use super::*;
 use crate::ids::TopicId;
-use crate::store::{MemoryStore, ObjectStore};
+use crate::store::MemoryStore;
 use crate::stream::batch::{encode_batch, Record};
 use crate::wal::{WalConfig, WalError, WalWriter};
 use std::sync::Arc;

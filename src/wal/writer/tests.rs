@@ -213,3 +213,46 @@ async fn truncation_deletes_committed_segments_but_keeps_the_newest() {
         .collect();
     assert_eq!(left, vec![segment_key(&NodeId::new("n1"), NodeEpoch(1), SegmentSeq(4))]);
 }
+
+#[tokio::test]
+async fn concurrent_truncations_delete_each_segment_once_and_leave_no_straggler() {
+    let inner: DynStore = Arc::new(MemoryStore::new());
+    let slow = FaultyStore::new(
+        inner.clone(),
+        FaultConfig {
+            seed: 5,
+            latency_ms: (1, 5),
+            ..FaultConfig::default()
+        },
+    );
+    let w = writer(
+        Arc::new(slow),
+        WalConfig {
+            linger: Duration::ZERO,
+            segment_bytes: 1,
+            max_inflight: 1,
+        },
+    );
+    for i in 0..20u64 {
+        w.append(entry(0, i, 1)).unwrap().await.unwrap().unwrap();
+    }
+    let (a, b) = tokio::join!(
+        w.truncate(|_, end| end <= Offset(10)),
+        w.truncate(|_, end| end <= Offset(10))
+    );
+    assert_eq!(a + b, 10);
+    let (c, d) = tokio::join!(w.truncate(|_, _| true), w.truncate(|_, _| true));
+    assert_eq!(c + d, 9);
+    let left: Vec<String> = inner
+        .list("wal/n1/1/")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|o| o.key)
+        .collect();
+    assert_eq!(
+        left,
+        vec![segment_key(&NodeId::new("n1"), NodeEpoch(1), SegmentSeq(19))],
+        "only the newest is kept"
+    );
+}
