@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Runs every test of Sluice on a fresh machine: formatting, lints, unit,
-# conformance, in-process cluster and end-to-end tests on real processes.
-# Services the tests need are installed and started on loopback by
-# scripts/services.sh and stopped on exit, whatever happens.
+# Runs every test of Sluice on a fresh machine: formatting, lints, unit and
+# conformance suites, in-process clusters, the seeded cluster simulation,
+# end-to-end tests on real processes, and the suites against real servers
+# (Ceph radosgw for S3, DynamoDB Local), which scripts/services.sh installs
+# and starts on loopback; they are stopped on exit, whatever happens.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-step() { printf '\n==> %s\n' "$*"; }
+step() { printf '\n==> %s (%ss)\n' "$*" "$SECONDS"; }
 
 step "rustfmt"
 cargo fmt --all -- --check
@@ -14,5 +15,18 @@ cargo fmt --all -- --check
 step "clippy"
 cargo clippy --all-targets -- -D warnings
 
-step "tests"
+step "build"
+cargo build --all-targets
+
+step "services: install and start (radosgw, DynamoDB Local)"
+scripts/services.sh install
+trap 'scripts/services.sh down || true' EXIT
+scripts/services.sh up
+# shellcheck disable=SC1091
+source .services/env
+
+step "tests (simulation seeds: ${SLUICE_SIM_SEEDS:=100})"
+export SLUICE_SIM_SEEDS
 cargo test --all-targets -- --test-threads=2
+
+step "done"

@@ -18,6 +18,10 @@ struct Cli {
 enum Command {
     /// Run a node.
     Serve(Box<ServeArgs>),
+    /// Prepare the stores named by the serve flags for local development:
+    /// create the DynamoDB table of a dynamodb:// metadata log and check that
+    /// the object store answers. (Production creates them with Terraform.)
+    Init(Box<ServeArgs>),
     /// Create, list, describe and delete topics.
     Topics {
         #[command(flatten)]
@@ -51,6 +55,25 @@ enum Command {
         #[command(subcommand)]
         command: BenchCmd,
     },
+}
+
+async fn init(args: &ServeArgs) -> anyhow::Result<()> {
+    let config = args.validate().map_err(|e| anyhow::anyhow!("invalid configuration: {e}"))?;
+    let objects = sluice::store::open_url(&config.object_store, &config.s3).await?;
+    objects.list("meta/").await?;
+    println!("object store {} answers", config.object_store);
+    if config.metadata.starts_with("dynamodb://") {
+        let log = sluice::meta::dynamo_log::DynamoLog::open(
+            &config.metadata,
+            config.dynamodb_endpoint.as_deref(),
+            config.s3.region.as_deref(),
+            objects,
+        )
+        .await?;
+        log.ensure_table().await?;
+        println!("table of {} is active", config.metadata);
+    }
+    Ok(())
 }
 
 /// Exit code of a node that was fenced: a supervisor should restart it.
@@ -88,6 +111,7 @@ fn main() -> ExitCode {
     let result = rt.block_on(async move {
         match cli.command {
             Command::Serve(_) => unreachable!("handled above"),
+            Command::Init(args) => init(&args).await,
             Command::Topics { client, command } => command.run(&client.url).await,
             Command::Produce { client, args } => args.run(&client.url).await,
             Command::Consume { client, args } => args.run(&client.url).await,

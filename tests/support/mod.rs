@@ -53,3 +53,24 @@ pub async fn eventually(timeout: Duration, mut f: impl FnMut() -> bool) -> bool 
 
 pub mod http;
 pub mod process;
+
+/// A real service's endpoint from the environment. Tests that need it skip
+/// when it is unset — and fail when `CI` is set, so CI cannot pass by
+/// silently skipping them.
+pub fn service(var: &str) -> Option<String> {
+    match std::env::var(var) {
+        Ok(v) if !v.is_empty() => Some(v),
+        _ if std::env::var_os("CI").is_some() => {
+            panic!("{var} is not set but CI is: start the services with scripts/services.sh up")
+        }
+        _ => {
+            eprintln!("skipping: {var} is not set (scripts/services.sh up starts the test services)");
+            None
+        }
+    }
+}
+
+/// A unique name for one test run's objects or tables.
+pub fn unique(prefix: &str) -> String {
+    format!("{prefix}{:08x}", rand::random::<u32>())
+}
