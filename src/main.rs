@@ -58,7 +58,9 @@ enum Command {
 }
 
 async fn init(args: &ServeArgs) -> anyhow::Result<()> {
-    let config = args.validate().map_err(|e| anyhow::anyhow!("invalid configuration: {e}"))?;
+    let config = args
+        .validate()
+        .map_err(|e| anyhow::anyhow!("invalid configuration: {e}"))?;
     let objects = sluice::store::open_url(&config.object_store, &config.s3).await?;
     objects.list("meta/").await?;
     println!("object store {} answers", config.object_store);

@@ -47,7 +47,9 @@ async fn dynamo_log() -> Option<(DynamoLog, DynStore)> {
     let endpoint = support::service("SLUICE_TEST_DYNAMODB_ENDPOINT")?;
     let objects: DynStore = Arc::new(sluice::store::MemoryStore::new());
     let url = format!("dynamodb://{}", support::unique("sluice-test-"));
-    let log = DynamoLog::open(&url, Some(&endpoint), Some("us-east-1"), objects.clone()).await.unwrap();
+    let log = DynamoLog::open(&url, Some(&endpoint), Some("us-east-1"), objects.clone())
+        .await
+        .unwrap();
     log.ensure_table().await.unwrap();
     Some((log, objects))
 }
@@ -60,12 +62,22 @@ async fn metadata_log_on_dynamodb_conforms() {
 
 #[tokio::test]
 async fn dynamodb_entries_over_the_item_limit_are_stored_as_objects() {
-    let Some((log, objects)) = dynamo_log().await else { return };
+    let Some((log, objects)) = dynamo_log().await else {
+        return;
+    };
     let big = bytes::Bytes::from(vec![7u8; 600 * 1024]);
     use sluice::ids::LogIndex;
     use sluice::meta::AppendOutcome;
-    assert_eq!(log.append_at(LogIndex(1), big.clone()).await.unwrap(), AppendOutcome::Appended);
-    assert_eq!(log.append_at(LogIndex(1), bytes::Bytes::from_static(b"x")).await.unwrap(), AppendOutcome::IndexTaken);
+    assert_eq!(
+        log.append_at(LogIndex(1), big.clone()).await.unwrap(),
+        AppendOutcome::Appended
+    );
+    assert_eq!(
+        log.append_at(LogIndex(1), bytes::Bytes::from_static(b"x"))
+            .await
+            .unwrap(),
+        AppendOutcome::IndexTaken
+    );
     let read = log.read_from(LogIndex(1), 10).await.unwrap();
     assert_eq!(read, vec![(LogIndex(1), big)]);
     assert_eq!(objects.list("meta/entries/").await.unwrap().len(), 1);
@@ -87,12 +99,22 @@ async fn the_proposer_survives_injected_faults_on_a_real_s3_server() {
     let faulty: DynStore = Arc::new(FaultyStore::new(store, faults));
     let log = Arc::new(StoreLog::new(faulty, "meta/"));
     let m = Meta::open(log, NodeId::new("n1"), MetaConfig::default()).await.unwrap();
-    let reg = Command::RegisterNode { node: NodeId::new("n1"), http_addr: String::new(), kafka_addr: String::new() };
-    let Outcome::Registered(e) = m.propose(reg).await.unwrap() else { panic!("not registered") };
+    let reg = Command::RegisterNode {
+        node: NodeId::new("n1"),
+        http_addr: String::new(),
+        kafka_addr: String::new(),
+    };
+    let Outcome::Registered(e) = m.propose(reg).await.unwrap() else {
+        panic!("not registered")
+    };
     m.set_epoch(e);
     for i in 0..15 {
         let out = m
-            .propose(Command::CreateTopic { name: format!("t{i}"), partitions: 1, config: Default::default() })
+            .propose(Command::CreateTopic {
+                name: format!("t{i}"),
+                partitions: 1,
+                config: Default::default(),
+            })
             .await
             .unwrap();
         assert!(matches!(out, Outcome::TopicCreated(_)), "{out:?}");

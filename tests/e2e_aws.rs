@@ -12,20 +12,50 @@ use support::process::{free_port, Server};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_survivor_recovers_a_killed_owners_wal_from_s3() {
-    let Some(s3) = support::service("SLUICE_TEST_S3_ENDPOINT") else { return };
-    let Some(ddb) = support::service("SLUICE_TEST_DYNAMODB_ENDPOINT") else { return };
+    let Some(s3) = support::service("SLUICE_TEST_S3_ENDPOINT") else {
+        return;
+    };
+    let Some(ddb) = support::service("SLUICE_TEST_DYNAMODB_ENDPOINT") else {
+        return;
+    };
     let bucket = std::env::var("SLUICE_TEST_S3_BUCKET").unwrap_or_else(|_| "sluice-test".into());
     let prefix = support::unique("e2e-");
     let table = support::unique("sluice-e2e-");
     let store = format!("s3://{bucket}/{prefix}");
     let metadata = format!("dynamodb://{table}");
-    let flags = ["--object-store", &store, "--metadata", &metadata, "--s3-endpoint", &s3, "--s3-region", "us-east-1", "--dynamodb-endpoint", &ddb, "--flush-interval-sec", "2"];
-    let init = std::process::Command::new(env!("CARGO_BIN_EXE_sluice")).arg("init").args(["--node-id", "init"]).args(flags).output().unwrap();
+    let flags = [
+        "--object-store",
+        &store,
+        "--metadata",
+        &metadata,
+        "--s3-endpoint",
+        &s3,
+        "--s3-region",
+        "us-east-1",
+        "--dynamodb-endpoint",
+        &ddb,
+        "--flush-interval-sec",
+        "2",
+    ];
+    let init = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .arg("init")
+        .args(["--node-id", "init"])
+        .args(flags)
+        .output()
+        .unwrap();
     assert!(init.status.success(), "init: {}", String::from_utf8_lossy(&init.stderr));
     let dir = tempfile::tempdir().unwrap();
-    let mut nodes = vec![Server::start("a", dir.path(), free_port(), &flags), Server::start("b", dir.path(), free_port(), &flags)];
+    let mut nodes = vec![
+        Server::start("a", dir.path(), free_port(), &flags),
+        Server::start("b", dir.path(), free_port(), &flags),
+    ];
     let client = reqwest::Client::new();
-    let r = client.post(format!("{}/v1/topics", nodes[0].url)).json(&json!({"name": "orders", "partitions": 4})).send().await.unwrap();
+    let r = client
+        .post(format!("{}/v1/topics", nodes[0].url))
+        .json(&json!({"name": "orders", "partitions": 4}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 201);
     assert!(support::http::wait_open(&client, &nodes[0].url, "orders").await);
 
@@ -37,14 +67,26 @@ async fn a_survivor_recovers_a_killed_owners_wal_from_s3() {
         let url = &nodes[(i % 2) as usize].url;
         let value = format!("v{i}");
         i += 1;
-        let r = client.post(format!("{url}/v1/topics/orders/partitions/{p}/records")).json(&json!({"records": [{"value": value}]})).send().await.unwrap();
+        let r = client
+            .post(format!("{url}/v1/topics/orders/partitions/{p}/records"))
+            .json(&json!({"records": [{"value": value}]}))
+            .send()
+            .await
+            .unwrap();
         if r.status() == 200 {
             let body: Value = r.json().await.unwrap();
             acked.insert((p, body["base_offset"].as_u64().unwrap()), value);
         }
     }
     assert!(acked.len() > 50, "only {} acks", acked.len());
-    let d: Value = client.get(format!("{}/v1/topics/orders", nodes[0].url)).send().await.unwrap().json().await.unwrap();
+    let d: Value = client
+        .get(format!("{}/v1/topics/orders", nodes[0].url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
     let victim_id = d["partition_info"][0]["owner"].as_str().unwrap().to_string();
     let victim = nodes.iter().position(|n| n.node_id == victim_id).unwrap();
     let survivor = nodes[1 - victim].url.clone();
@@ -52,30 +94,59 @@ async fn a_survivor_recovers_a_killed_owners_wal_from_s3() {
     nodes[victim].kill9();
     assert!(support::http::wait_open(&client, &survivor, "orders").await);
     loop {
-        let r = client.post(format!("{survivor}/v1/topics/orders/partitions/0/records")).json(&json!({"records": [{"value": "probe"}]})).send().await.unwrap();
+        let r = client
+            .post(format!("{survivor}/v1/topics/orders/partitions/0/records"))
+            .json(&json!({"records": [{"value": "probe"}]}))
+            .send()
+            .await
+            .unwrap();
         if r.status() == 200 {
             break;
         }
         assert!(killed.elapsed() < Duration::from_secs(30));
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    eprintln!("S3 + DynamoDB: kill -9 to first append on the survivor: {:?}; {} acked records", killed.elapsed(), acked.len());
+    eprintln!(
+        "S3 + DynamoDB: kill -9 to first append on the survivor: {:?}; {} acked records",
+        killed.elapsed(),
+        acked.len()
+    );
     for ((p, offset), value) in &acked {
         let r: Value = client
-            .get(format!("{survivor}/v1/topics/orders/partitions/{p}/records?offset={offset}&limit=1"))
+            .get(format!(
+                "{survivor}/v1/topics/orders/partitions/{p}/records?offset={offset}&limit=1"
+            ))
             .send()
             .await
             .unwrap()
             .json()
             .await
             .unwrap();
-        assert_eq!(r["records"][0]["value"].as_str(), Some(value.as_str()), "{p}@{offset}: {r}");
+        assert_eq!(
+            r["records"][0]["value"].as_str(),
+            Some(value.as_str()),
+            "{p}@{offset}: {r}"
+        );
     }
     // Everything lives under the run's prefix: wal/, data/ and meta/ (snapshots).
-    let options = sluice::store::s3::S3Options { endpoint: Some(s3.clone()), region: Some("us-east-1".into()), force_path_style: true };
-    let root = sluice::store::open_url(&format!("s3://{bucket}"), &options).await.unwrap();
+    let options = sluice::store::s3::S3Options {
+        endpoint: Some(s3.clone()),
+        region: Some("us-east-1".into()),
+        force_path_style: true,
+    };
+    let root = sluice::store::open_url(&format!("s3://{bucket}"), &options)
+        .await
+        .unwrap();
     let ours = root.list(&prefix).await.unwrap();
-    assert!(ours.iter().any(|o| o.key.starts_with(&format!("{prefix}/wal/"))), "no WAL objects");
-    assert!(ours.iter().any(|o| o.key.starts_with(&format!("{prefix}/data/"))), "no data objects");
-    assert!(ours.iter().all(|o| ["wal/", "data/", "meta/"].iter().any(|d| o.key.starts_with(&format!("{prefix}/{d}")))));
+    assert!(
+        ours.iter().any(|o| o.key.starts_with(&format!("{prefix}/wal/"))),
+        "no WAL objects"
+    );
+    assert!(
+        ours.iter().any(|o| o.key.starts_with(&format!("{prefix}/data/"))),
+        "no data objects"
+    );
+    assert!(ours.iter().all(|o| ["wal/", "data/", "meta/"]
+        .iter()
+        .any(|d| o.key.starts_with(&format!("{prefix}/{d}")))));
 }

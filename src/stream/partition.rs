@@ -54,8 +54,10 @@ pub struct OpenStream {
     pub id: StreamId,
     pub topic: String,
     pub epoch: StreamEpoch,
-    inner: Mutex<Inner>,
-    high_watermark: watch::Sender<Offset>,
+    inner: Arc<Mutex<Inner>>,
+    /// Shared with the task that waits for each append's WAL ack, so the
+    /// watermark advances even when the caller stops waiting.
+    high_watermark: Arc<watch::Sender<Offset>>,
     budget: Arc<Budget>,
 }
 
@@ -67,14 +69,14 @@ impl OpenStream {
             id,
             topic,
             epoch,
-            inner: Mutex::new(Inner {
+            inner: Arc::new(Mutex::new(Inner {
                 next: committed_end,
                 committed_end,
                 tail: VecDeque::new(),
                 accepting: true,
                 flushing_to: None,
-            }),
-            high_watermark,
+            })),
+            high_watermark: Arc::new(high_watermark),
             budget,
         }
     }
@@ -145,21 +147,33 @@ impl OpenStream {
             });
             (base, end, ack)
         };
-        match ack.await {
-            Ok(Ok(_seq)) => {
-                // Acks come in seq order, so everything before `end` is durable too.
-                self.high_watermark.send_if_modified(|hw| {
-                    let moved = end > *hw;
-                    *hw = (*hw).max(end);
-                    moved
-                });
-                Ok(Appended { base, count })
+        // The ack is awaited in a task of its own: a caller that gives up
+        // (a client timeout drops this future) must not leave the high
+        // watermark behind a durable append, or the stream could never be
+        // closed or handed over.
+        let (hw, inner) = (self.high_watermark.clone(), self.inner.clone());
+        let settled = tokio::spawn(async move {
+            match ack.await {
+                Ok(Ok(_seq)) => {
+                    // Acks come in seq order, so everything before `end` is durable too.
+                    hw.send_if_modified(|hw| {
+                        let moved = end > *hw;
+                        *hw = (*hw).max(end);
+                        moved
+                    });
+                    Ok(())
+                }
+                Ok(Err(e)) => {
+                    inner.lock().unwrap().accepting = false;
+                    Err(ApiError::unavailable(format!("append not durable: {e}")))
+                }
+                Err(_) => Err(ApiError::unavailable("WAL writer stopped")),
             }
-            Ok(Err(e)) => {
-                self.inner.lock().unwrap().accepting = false;
-                Err(ApiError::unavailable(format!("append not durable: {e}")))
-            }
-            Err(_) => Err(ApiError::unavailable("WAL writer stopped")),
+        });
+        match settled.await {
+            Ok(Ok(())) => Ok(Appended { base, count }),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(ApiError::unavailable("append task stopped")),
         }
     }
 
@@ -282,7 +296,7 @@ impl OpenStream {
 
 impl Drop for OpenStream {
     fn drop(&mut self) {
-        let inner = self.inner.get_mut().unwrap();
+        let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         for b in inner.tail.drain(..) {
             self.budget.release(b.reserved);
         }

@@ -107,3 +107,33 @@ async fn a_stream_that_stopped_accepting_refuses_appends() {
         ErrorCode::Unavailable
     );
 }
+
+#[tokio::test]
+async fn the_watermark_advances_even_if_the_caller_stops_waiting() {
+    use crate::store::{FaultConfig, FaultyStore};
+    let budget = Arc::new(Budget::new(1 << 20));
+    let slow = FaultyStore::new(
+        Arc::new(MemoryStore::new()),
+        FaultConfig {
+            latency_ms: (50, 50),
+            ..FaultConfig::default()
+        },
+    );
+    let wal = WalWriter::start(Arc::new(slow), NodeId::new("n"), NodeEpoch(1), WalConfig::default());
+    let s = OpenStream::open(
+        StreamId::new(TopicId(1), 0),
+        "t".into(),
+        StreamEpoch(1),
+        Offset(0),
+        budget,
+    );
+    // A client that gives up before the ack (its future is dropped).
+    let gave_up = tokio::time::timeout(std::time::Duration::from_millis(5), s.append(&wal, &[rec("a")])).await;
+    assert!(gave_up.is_err());
+    let mut hw = s.watch_high_watermark();
+    tokio::time::timeout(std::time::Duration::from_secs(5), hw.wait_for(|h| *h == Offset(1)))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(s.quiescent(), "a stream can be closed after an abandoned append");
+}
