@@ -280,9 +280,26 @@ impl ServeArgs {
             ("--wal-store", &wal_store),
             ("--metadata", &metadata),
         ] {
-            if !(url.starts_with("file:///") || url.starts_with("memory://")) {
-                return Err(format!("{flag} {url:?} must be file:///ABSOLUTE/PATH or memory://"));
+            let ok = url.starts_with("file:///")
+                || url.starts_with("memory://")
+                || (url.starts_with("s3://") && crate::store::s3::parse_url(url).is_ok())
+                || (flag == "--metadata" && crate::meta::dynamo_log::parse_url(url).is_ok());
+            if !ok {
+                return Err(format!(
+                    "{flag} {url:?} must be s3://BUCKET/PREFIX, file:///ABSOLUTE/PATH, memory://{}",
+                    if flag == "--metadata" {
+                        " or dynamodb://TABLE"
+                    } else {
+                        ""
+                    }
+                ));
             }
+        }
+        if metadata.starts_with("dynamodb://") && object_store.starts_with("memory://") {
+            return Err(
+                "--metadata dynamodb:// keeps snapshots in --object-store, which must be durable (not memory://)"
+                    .into(),
+            );
         }
         let host = host_name();
         Ok(Config {

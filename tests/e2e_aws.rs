@@ -45,7 +45,7 @@ async fn a_survivor_recovers_a_killed_owners_wal_from_s3() {
         .unwrap();
     assert!(init.status.success(), "init: {}", String::from_utf8_lossy(&init.stderr));
     let dir = tempfile::tempdir().unwrap();
-    let mut nodes = vec![
+    let mut nodes = [
         Server::start("a", dir.path(), free_port(), &flags),
         Server::start("b", dir.path(), free_port(), &flags),
     ];
