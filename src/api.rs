@@ -46,6 +46,28 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
+    /// Every code, for parsing.
+    pub const ALL: [ErrorCode; 18] = [
+        ErrorCode::InvalidRequest,
+        ErrorCode::InvalidTopicName,
+        ErrorCode::InvalidPartitionCount,
+        ErrorCode::InvalidOffset,
+        ErrorCode::InvalidJson,
+        ErrorCode::Unauthenticated,
+        ErrorCode::Forbidden,
+        ErrorCode::TopicNotFound,
+        ErrorCode::PartitionNotFound,
+        ErrorCode::TokenNotFound,
+        ErrorCode::NotFound,
+        ErrorCode::TopicExists,
+        ErrorCode::RecordTooLarge,
+        ErrorCode::RequestTooLarge,
+        ErrorCode::OffsetOutOfRange,
+        ErrorCode::Throttled,
+        ErrorCode::Unavailable,
+        ErrorCode::Internal,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             ErrorCode::InvalidRequest => "invalid_request",
@@ -251,28 +273,21 @@ pub const FORWARDED_HEADER: &str = "sluice-forwarded";
 impl ErrorCode {
     /// The code for its wire name (from another node's error body).
     pub fn from_wire(s: &str) -> Option<ErrorCode> {
-        use ErrorCode::*;
-        [
-            InvalidRequest,
-            InvalidTopicName,
-            InvalidPartitionCount,
-            InvalidOffset,
-            InvalidJson,
-            Unauthenticated,
-            Forbidden,
-            TopicNotFound,
-            PartitionNotFound,
-            TokenNotFound,
-            NotFound,
-            TopicExists,
-            RecordTooLarge,
-            RequestTooLarge,
-            OffsetOutOfRange,
-            Throttled,
-            Unavailable,
-            Internal,
-        ]
-        .into_iter()
-        .find(|c| c.as_str() == s)
+        ErrorCode::ALL.into_iter().find(|c| c.as_str() == s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_round_trips_through_its_wire_name() {
+        let names: std::collections::BTreeSet<_> = ErrorCode::ALL.iter().map(|c| c.as_str()).collect();
+        assert_eq!(names.len(), ErrorCode::ALL.len(), "wire names are distinct");
+        for c in ErrorCode::ALL {
+            assert_eq!(ErrorCode::from_wire(c.as_str()), Some(c));
+        }
+        assert_eq!(ErrorCode::from_wire("nope"), None);
     }
 }

@@ -88,34 +88,6 @@ async fn append_retrying(client: &reqwest::Client, url: &str, p: u64, value: &st
     }
 }
 
-async fn read_all(client: &reqwest::Client, url: &str, p: u64) -> Vec<(u64, String)> {
-    let mut out = Vec::new();
-    let mut offset = 0;
-    loop {
-        let r: Value = client
-            .get(format!(
-                "{url}/v1/topics/orders/partitions/{p}/records?offset={offset}&limit=1000"
-            ))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        let records = r["records"].as_array().unwrap_or_else(|| panic!("read failed: {r}"));
-        if records.is_empty() {
-            return out;
-        }
-        for rec in records {
-            out.push((
-                rec["offset"].as_u64().unwrap(),
-                rec["value"].as_str().unwrap().to_string(),
-            ));
-        }
-        offset = r["next_offset"].as_u64().unwrap();
-    }
-}
-
 /// Producers writing through every node until stopped; returns the acks.
 fn producers(
     client: &reqwest::Client,
@@ -161,7 +133,7 @@ async fn check_all_acked(client: &reqwest::Client, url: &str, acked: &BTreeMap<(
     );
     let mut found = BTreeMap::new();
     for p in 0..PARTITIONS {
-        let records = read_all(client, url, p).await;
+        let records = support::http::read_all(client, url, "orders", p).await;
         for (i, (offset, _)) in records.iter().enumerate() {
             assert_eq!(*offset, i as u64, "offsets of partition {p} are dense");
         }
@@ -264,7 +236,7 @@ async fn sigterm_hands_streams_over_within_seconds() {
         theirs.len()
     );
     for p in theirs {
-        let records = read_all(&client, &nodes[0].url, p).await;
+        let records = support::http::read_all(&client, &nodes[0].url, "orders", p).await;
         let values: Vec<&str> = records.iter().map(|(_, v)| v.as_str()).collect();
         assert_eq!(values, vec!["before", "after"], "partition {p}");
     }

@@ -14,34 +14,6 @@ use support::process::{free_port, Server};
 const PARTITIONS: u64 = 4;
 const CLIENTS: usize = 8;
 
-async fn read_partition(client: &reqwest::Client, url: &str, p: u64) -> Vec<(u64, String)> {
-    let mut out = Vec::new();
-    let mut offset = 0;
-    loop {
-        let r: Value = client
-            .get(format!(
-                "{url}/v1/topics/orders/partitions/{p}/records?offset={offset}&limit=1000"
-            ))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        let records = r["records"].as_array().unwrap();
-        if records.is_empty() {
-            return out;
-        }
-        for rec in records {
-            out.push((
-                rec["offset"].as_u64().unwrap(),
-                rec["value"].as_str().unwrap().to_string(),
-            ));
-        }
-        offset = r["next_offset"].as_u64().unwrap();
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_acknowledged_record_survives_sigkill_at_its_offset() {
     let dir = tempfile::tempdir().unwrap();
@@ -125,7 +97,7 @@ async fn every_acknowledged_record_survives_sigkill_at_its_offset() {
     );
     let mut found: BTreeMap<(u64, u64), String> = BTreeMap::new();
     for p in 0..PARTITIONS {
-        let records = read_partition(&client, &node.url, p).await;
+        let records = support::http::read_all(&client, &node.url, "orders", p).await;
         for (i, (offset, _)) in records.iter().enumerate() {
             assert_eq!(*offset, i as u64, "offsets of partition {p} are dense from 0");
         }

@@ -20,3 +20,32 @@ pub async fn wait_open(client: &reqwest::Client, url: &str, topic: &str) -> bool
     }
     false
 }
+
+/// Every record of one partition, from offset 0 to the end: (offset, value).
+pub async fn read_all(client: &reqwest::Client, url: &str, topic: &str, p: u64) -> Vec<(u64, String)> {
+    let mut out = Vec::new();
+    let mut offset = 0;
+    loop {
+        let r: Value = client
+            .get(format!(
+                "{url}/v1/topics/{topic}/partitions/{p}/records?offset={offset}&limit=1000"
+            ))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let records = r["records"].as_array().unwrap_or_else(|| panic!("read failed: {r}"));
+        if records.is_empty() {
+            return out;
+        }
+        for rec in records {
+            out.push((
+                rec["offset"].as_u64().unwrap(),
+                rec["value"].as_str().unwrap().to_string(),
+            ));
+        }
+        offset = r["next_offset"].as_u64().unwrap();
+    }
+}
