@@ -25,7 +25,7 @@ scripts/services.sh up
 # shellcheck disable=SC1091
 source .services/env
 
-step "tests (simulation seeds: ${SLUICE_SIM_SEEDS:=100})"
+step "tests (simulation seeds: ${SLUICE_SIM_SEEDS:=300})"
 export SLUICE_SIM_SEEDS
 cargo test --all-targets -- --test-threads=2
 

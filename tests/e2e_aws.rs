@@ -111,6 +111,11 @@ async fn a_survivor_recovers_a_killed_owners_wal_from_s3() {
         killed.elapsed(),
         acked.len()
     );
+    if let Some(keep) = std::env::var_os("SLUICE_E2E_LOGS") {
+        for n in &nodes {
+            let _ = std::fs::write(std::path::Path::new(&keep).join(format!("{}.log", n.node_id)), n.log());
+        }
+    }
     for ((p, offset), value) in &acked {
         let r: Value = client
             .get(format!(

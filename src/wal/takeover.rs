@@ -75,6 +75,7 @@ pub async fn fence_and_read(
         let listed = store.list(&prefix).await?;
         let seqs: Vec<SegmentSeq> = listed.iter().filter_map(|o| seq_of(&o.key)).collect();
         let low = seqs.first().copied().unwrap_or(SegmentSeq::ZERO);
+        prefetch(store, node, epoch, low, &seqs, &mut read).await?;
         // Walk the contiguous run from `low`, stopping at the first marker.
         let mut k = low;
         let mut fenced_at = None;
@@ -129,6 +130,41 @@ pub async fn fence_and_read(
             Err(e) => return Err(e.into()),
         }
     }
+}
+
+/// GETs in flight at once while reading a dead incarnation's WAL.
+const READ_PARALLELISM: usize = 16;
+
+/// Read the contiguous run from `low` concurrently (the walk then finds them
+/// in `read`); objects that vanished meanwhile are simply not cached.
+async fn prefetch(
+    store: &DynStore,
+    node: &NodeId,
+    epoch: NodeEpoch,
+    low: SegmentSeq,
+    seqs: &[SegmentSeq],
+    read: &mut BTreeMap<SegmentSeq, WalObject>,
+) -> Result<(), TakeoverError> {
+    use futures::StreamExt;
+    let run: Vec<SegmentSeq> = seqs
+        .iter()
+        .enumerate()
+        .take_while(|(i, s)| s.0 == low.0 + *i as u64)
+        .map(|(_, s)| *s)
+        .filter(|s| !read.contains_key(s))
+        .collect();
+    let mut fetched = futures::stream::iter(run)
+        .map(|seq| async move {
+            let key = segment_key(node, epoch, seq);
+            (seq, key.clone(), store.get(&key, None).await)
+        })
+        .buffered(READ_PARALLELISM);
+    while let Some((seq, key, got)) = fetched.next().await {
+        if let Some(bytes) = got? {
+            read.insert(seq, decode_wal_object(&key, &bytes)?);
+        }
+    }
+    Ok(())
 }
 
 /// The segments `low..fence_seq`, in order.
