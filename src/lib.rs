@@ -24,6 +24,7 @@ pub mod cluster;
 pub mod config;
 pub mod format;
 pub mod http;
+pub mod kafka;
 pub mod ids;
 pub mod meta;
 pub mod node;
