@@ -1,1 +1,513 @@
+//! Framing and bounds (fuzz-style), and each handler over a real in-memory node.
 
+use super::wire::{Reader, Writer};
+use super::*;
+use crate::api::Limits;
+use crate::config::ServeArgs;
+use crate::http::tests::fake::FakeEngine;
+use crate::node::{Backends, Node};
+use crate::stream::batch::{encode_batch, Record};
+use rand::{Rng, SeedableRng};
+use tokio::io::AsyncWriteExt;
+
+const OPTS: Options = Options {
+    max_frame_bytes: 1 << 20,
+    auto_create_topics: true,
+};
+
+fn request(key: i16, version: i16, corr: i32, body: &[u8]) -> Bytes {
+    let mut w = Writer::default();
+    w.i16(key);
+    w.i16(version);
+    w.i32(corr);
+    w.nullable_string(Some("test"));
+    if key == API_VERSIONS && version >= 3 {
+        w.no_tagged_fields();
+    }
+    w.buf.extend_from_slice(body);
+    w.buf.freeze()
+}
+
+fn produce_body(acks: i16, topic: &str, partition: i32, records: &[u8]) -> Vec<u8> {
+    let mut w = Writer::default();
+    w.nullable_string(None);
+    w.i16(acks);
+    w.i32(5000);
+    w.array_len(1);
+    w.string(topic);
+    w.array_len(1);
+    w.i32(partition);
+    w.bytes_parts(&[Bytes::copy_from_slice(records)]);
+    w.buf.to_vec()
+}
+
+/// A Fetch v11 body for one partition.
+fn fetch_body(max_wait_ms: i32, topic: &str, partition: i32, offset: i64, max_bytes: i32) -> Vec<u8> {
+    let mut w = Writer::default();
+    w.i32(-1);
+    w.i32(max_wait_ms);
+    w.i32(1);
+    w.i32(max_bytes);
+    w.i8(0);
+    w.i32(0);
+    w.i32(-1);
+    w.array_len(1);
+    w.string(topic);
+    w.array_len(1);
+    w.i32(partition);
+    w.i32(-1);
+    w.i64(offset);
+    w.i64(-1);
+    w.i32(max_bytes);
+    w.array_len(0);
+    w.string("");
+    w.buf.to_vec()
+}
+
+/// A ListOffsets v5 body for one partition.
+fn list_offsets_body(topic: &str, partition: i32, timestamp: i64) -> Vec<u8> {
+    let mut w = Writer::default();
+    w.i32(-1);
+    w.i8(0);
+    w.array_len(1);
+    w.string(topic);
+    w.array_len(1);
+    w.i32(partition);
+    w.i32(-1);
+    w.i64(timestamp);
+    w.buf.to_vec()
+}
+
+fn metadata_body(topics: &[&str], auto_create: bool) -> Vec<u8> {
+    let mut w = Writer::default();
+    w.array_len(topics.len());
+    for t in topics {
+        w.string(t);
+    }
+    w.bool(auto_create);
+    w.bool(false);
+    w.bool(false);
+    w.buf.to_vec()
+}
+
+fn record(key: &str, value: &str, ts: i64) -> Record {
+    Record {
+        timestamp_ms: ts,
+        key: Some(Bytes::copy_from_slice(key.as_bytes())),
+        value: Some(Bytes::copy_from_slice(value.as_bytes())),
+        headers: vec![("h".into(), Some(Bytes::from_static(b"x")))],
+    }
+}
+
+async fn call(engine: &dyn Engine, frame: Bytes) -> Reader {
+    let resp = handle(engine, OPTS, frame).await.unwrap().expect("a response");
+    let mut r = Reader::new(resp);
+    r.i32().unwrap(); // correlation id
+    r
+}
+
+/// Produce v8 response for one partition: (error, base offset).
+fn produce_answer(mut r: Reader) -> (i16, i64) {
+    assert_eq!(r.array_len(1).unwrap(), 1);
+    r.string().unwrap();
+    assert_eq!(r.array_len(1).unwrap(), 1);
+    r.i32().unwrap();
+    let error = r.i16().unwrap();
+    let base = r.i64().unwrap();
+    r.i64().unwrap();
+    r.i64().unwrap();
+    assert_eq!(r.array_len(1).unwrap(), 0);
+    r.nullable_string().unwrap();
+    r.i32().unwrap();
+    r.expect_end().unwrap();
+    (error, base)
+}
+
+/// Fetch v11 response for one partition: (error, high watermark, records).
+fn fetch_answer(mut r: Reader) -> (i16, i64, Bytes) {
+    r.i32().unwrap();
+    assert_eq!(r.i16().unwrap(), 0);
+    r.i32().unwrap();
+    assert_eq!(r.array_len(1).unwrap(), 1);
+    r.string().unwrap();
+    assert_eq!(r.array_len(1).unwrap(), 1);
+    r.i32().unwrap();
+    let error = r.i16().unwrap();
+    let hw = r.i64().unwrap();
+    assert_eq!(r.i64().unwrap(), hw, "last stable offset");
+    r.i64().unwrap();
+    assert_eq!(r.array_len(1).unwrap(), 0);
+    assert_eq!(r.i32().unwrap(), -1);
+    let records = r.nullable_bytes().unwrap().unwrap();
+    r.expect_end().unwrap();
+    (error, hw, records)
+}
+
+/// ListOffsets v5 response for one partition: (error, timestamp, offset, epoch).
+fn list_offsets_answer(mut r: Reader) -> (i16, i64, i64, i32) {
+    r.i32().unwrap();
+    assert_eq!(r.array_len(1).unwrap(), 1);
+    r.string().unwrap();
+    assert_eq!(r.array_len(1).unwrap(), 1);
+    r.i32().unwrap();
+    let a = (r.i16().unwrap(), r.i64().unwrap(), r.i64().unwrap(), r.i32().unwrap());
+    r.expect_end().unwrap();
+    a
+}
+
+/// Skips a Metadata v7+ response up to its topics.
+fn skip_brokers(r: &mut Reader) {
+    r.i32().unwrap(); // throttle
+    for _ in 0..r.array_len(1).unwrap() {
+        r.i32().unwrap();
+        r.string().unwrap();
+        r.i32().unwrap();
+        r.nullable_string().unwrap();
+    }
+    r.nullable_string().unwrap(); // cluster id
+    r.i32().unwrap(); // controller
+}
+
+async fn node() -> Arc<Node> {
+    let args = [
+        "--node-id",
+        "n1",
+        "--heartbeat-interval-sec",
+        "1",
+        "--node-timeout-sec",
+        "4",
+        "--shutdown-drain-sec",
+        "0",
+        "--meta-poll-ms",
+        "20",
+        "--http-addr",
+        "127.0.0.1:0",
+        "--kafka-addr",
+        "127.0.0.1:0",
+        "--advertised-kafka-addr",
+        "kafka.example:9093",
+        "--max-record-bytes",
+        "1000",
+    ];
+    let config = ServeArgs::parse_from(args).unwrap().validate().unwrap();
+    let backends = Backends {
+        data: Arc::new(crate::store::MemoryStore::new()),
+        wal: Arc::new(crate::store::MemoryStore::new()),
+        log: Arc::new(crate::meta::memory_log::MemoryLog::new()),
+    };
+    Node::start_with(config, backends).await.unwrap()
+}
+
+async fn wait_open(engine: &dyn Engine, topic: &str) {
+    for _ in 0..300 {
+        if let Ok(d) = engine.describe_topic(topic) {
+            if d.partition_info.iter().all(|p| p.state == "open") {
+                return;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{topic} was not placed");
+}
+
+// ------------------------------------------------------------ framing
+
+#[tokio::test]
+async fn frames_outside_the_bounds_are_refused_without_allocating_the_claim() {
+    let max = 1000;
+    let read = |bytes: Vec<u8>| async move {
+        let mut r = std::io::Cursor::new(bytes);
+        read_frame(&mut r, max).await
+    };
+    assert!(matches!(read(vec![]).await, Ok(None)), "clean end of stream");
+    assert!(matches!(read(vec![0, 0]).await, Err(ConnError::Truncated { .. })));
+    assert!(matches!(
+        read(vec![0, 0, 0, 4, 1, 2, 3, 4]).await,
+        Err(ConnError::FrameLength(4, _, _))
+    ));
+    assert!(matches!(read(vec![0xff, 0xff, 0xff, 0xff]).await, Err(ConnError::FrameLength(-1, _, _))));
+    assert!(matches!(read(vec![0, 0, 3, 233]).await, Err(ConnError::FrameLength(1001, _, _))));
+    // A frame claiming the maximum but sending 10 bytes: refused as truncated.
+    let mut claim = vec![0, 0, 3, 232];
+    claim.extend_from_slice(&[0; 10]);
+    assert!(matches!(read(claim).await, Err(ConnError::Truncated { got: 10, want: 1000 })));
+    let mut ok = vec![0, 0, 0, 8];
+    ok.extend_from_slice(&[1; 8]);
+    assert_eq!(read(ok).await.unwrap().unwrap().len(), 8);
+    // A 2 GB claim with the default 100 MiB limit is refused up front.
+    let mut r = std::io::Cursor::new(vec![0x7f, 0xff, 0xff, 0xff]);
+    assert!(matches!(
+        read_frame(&mut r, 100 << 20).await,
+        Err(ConnError::FrameLength(..))
+    ));
+}
+
+/// A 26-byte Produce v8 frame whose topic array claims 2^31-1 elements.
+fn lying_produce() -> Vec<u8> {
+    let mut w = Writer::default();
+    w.i32(22);
+    w.i16(PRODUCE);
+    w.i16(8);
+    w.i32(7);
+    w.i16(-1); // client id
+    w.i16(-1); // transactional id
+    w.i16(1);
+    w.i32(1000);
+    w.i32(i32::MAX); // topics
+    assert_eq!(w.buf.len(), 26);
+    w.buf.to_vec()
+}
+
+#[tokio::test]
+async fn random_and_lying_frames_never_panic() {
+    let limits = Limits {
+        max_wait: Duration::from_millis(1),
+        ..FakeEngine::default_limits()
+    };
+    let engine = FakeEngine::new(limits);
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
+    let lying = Bytes::from(lying_produce()[4..].to_vec());
+    assert!(handle(engine.as_ref(), OPTS, lying).await.is_err());
+    let valid: Vec<Bytes> = vec![
+        request(API_VERSIONS, 3, 1, &[3, b'r', b's', 2, b'1', 0]),
+        request(METADATA, 8, 2, &metadata_body(&["t"], false)),
+        request(PRODUCE, 8, 3, &produce_body(1, "t", 0, &encode_batch(Offset(0), &[record("k", "v", 1)]))),
+        request(FETCH, 11, 4, &fetch_body(0, "t", 0, 0, 1000)),
+        request(LIST_OFFSETS, 5, 5, &list_offsets_body("t", 0, -2)),
+    ];
+    for i in 0..20_000u32 {
+        let frame: Vec<u8> = match i % 4 {
+            // Pure noise with a supported key and version.
+            0 => {
+                let (key, _, max) = SUPPORTED[rng.random_range(0..SUPPORTED.len())];
+                let mut f = request(key, rng.random_range(0..=max), 1, &[]).to_vec();
+                let n = rng.random_range(0..64);
+                f.extend((0..n).map(|_| rng.random::<u8>()));
+                f
+            }
+            // A valid request with some bytes flipped to extremes.
+            1 | 2 => {
+                let mut f = valid[rng.random_range(0..valid.len())].to_vec();
+                for _ in 0..rng.random_range(1..4) {
+                    let at = rng.random_range(8..f.len());
+                    f[at] = [0x00, 0x7f, 0x80, 0xff][rng.random_range(0..4)];
+                }
+                f
+            }
+            // A valid request cut short.
+            _ => {
+                let f = &valid[rng.random_range(0..valid.len())];
+                f[..rng.random_range(8..f.len())].to_vec()
+            }
+        };
+        // Errors are fine (the connection closes); panics and aborts are not.
+        let _ = tokio::time::timeout(
+            Duration::from_secs(1),
+            handle(engine.as_ref(), OPTS, Bytes::from(frame)),
+        )
+        .await;
+    }
+}
+
+#[tokio::test]
+async fn a_lying_frame_closes_only_its_own_connection() {
+    let engine: Arc<dyn Engine> = FakeEngine::new(FakeEngine::default_limits());
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let server = tokio::spawn(serve(engine, listener, OPTS, stop_rx));
+
+    let mut good = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let api_versions = |corr| {
+        let body = request(API_VERSIONS, 2, corr, &[]);
+        let mut f = (body.len() as u32).to_be_bytes().to_vec();
+        f.extend_from_slice(&body);
+        f
+    };
+    async fn answer(s: &mut tokio::net::TcpStream) -> std::io::Result<Bytes> {
+        use tokio::io::AsyncReadExt;
+        let len = s.read_u32().await?;
+        let mut b = vec![0; len as usize];
+        s.read_exact(&mut b).await?;
+        Ok(b.into())
+    }
+    good.write_all(&api_versions(1)).await.unwrap();
+    assert_eq!(&answer(&mut good).await.unwrap()[..4], &1i32.to_be_bytes());
+
+    for bad in [
+        lying_produce(),
+        vec![0x7f, 0xff, 0xff, 0xff, 0, 0],       // over the frame limit
+        vec![0, 0, 0, 2, 0, 0],                   // under the header minimum
+        vec![0, 0, 0, 12, 0, 18, 0, 3, 0, 0, 0, 9, 0xff], // ApiVersions v3, truncated
+    ] {
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        s.write_all(&bad).await.unwrap();
+        let _ = s.shutdown().await;
+        assert!(answer(&mut s).await.is_err(), "{bad:?} closes its connection");
+    }
+
+    // An unsupported version is answered and the connection stays up.
+    let body = request(FETCH, 99, 2, &[]);
+    let mut f = (body.len() as u32).to_be_bytes().to_vec();
+    f.extend_from_slice(&body);
+    good.write_all(&f).await.unwrap();
+    let a = answer(&mut good).await.unwrap();
+    assert_eq!(&a[..], &[0, 0, 0, 2, 0, code::UNSUPPORTED_VERSION as u8]);
+    // Pipelined requests are answered in order.
+    let mut two = api_versions(3);
+    two.extend(api_versions(4));
+    good.write_all(&two).await.unwrap();
+    assert_eq!(&answer(&mut good).await.unwrap()[..4], &3i32.to_be_bytes());
+    assert_eq!(&answer(&mut good).await.unwrap()[..4], &4i32.to_be_bytes());
+
+    stop_tx.send(true).unwrap();
+    tokio::time::timeout(Duration::from_secs(10), server).await.unwrap().unwrap();
+    assert!(answer(&mut good).await.is_err(), "closed on shutdown");
+}
+
+// ------------------------------------------------------------ handlers
+
+#[tokio::test]
+async fn api_versions_advertises_exactly_what_is_implemented() {
+    let engine = FakeEngine::new(FakeEngine::default_limits());
+    for version in 0..=3 {
+        let body: &[u8] = if version == 3 { &[1, 1, 0] } else { &[] };
+        let mut r = call(engine.as_ref(), request(API_VERSIONS, version, 1, body)).await;
+        assert_eq!(r.i16().unwrap(), 0);
+        let n = if version >= 3 {
+            r.uvarint().unwrap() as usize - 1
+        } else {
+            r.array_len(6).unwrap()
+        };
+        let mut got = Vec::new();
+        for _ in 0..n {
+            got.push((r.i16().unwrap(), r.i16().unwrap(), r.i16().unwrap()));
+            if version >= 3 {
+                r.tagged_fields().unwrap();
+            }
+        }
+        assert_eq!(got, SUPPORTED.to_vec());
+        if version >= 1 {
+            assert_eq!(r.i32().unwrap(), 0);
+        }
+        if version >= 3 {
+            r.tagged_fields().unwrap();
+        }
+        r.expect_end().unwrap();
+    }
+    // Too new: answered in v0 with UNSUPPORTED_VERSION and the table.
+    let mut r = call(engine.as_ref(), request(API_VERSIONS, 4, 1, &[])).await;
+    assert_eq!(r.i16().unwrap(), code::UNSUPPORTED_VERSION);
+    assert_eq!(r.array_len(6).unwrap(), SUPPORTED.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_produce_fetch_and_list_offsets_over_a_node() {
+    let node = node().await;
+    let engine: &dyn Engine = node.as_ref();
+
+    // Metadata auto-creates a named topic; leaders appear once it is placed.
+    let mut r = call(engine, request(METADATA, 8, 1, &metadata_body(&["auto"], true))).await;
+    r.i32().unwrap();
+    assert_eq!(r.array_len(1).unwrap(), 1);
+    assert_eq!(r.i32().unwrap(), broker_id("n1"));
+    assert_eq!(r.string().unwrap(), "kafka.example");
+    assert_eq!(r.i32().unwrap(), 9093);
+    assert!(engine.describe_topic("auto").is_ok(), "auto-created");
+    let mut r = call(engine, request(METADATA, 8, 1, &metadata_body(&["nope"], false))).await;
+    skip_brokers(&mut r);
+    assert_eq!(r.array_len(1).unwrap(), 1);
+    assert_eq!(r.i16().unwrap(), code::UNKNOWN_TOPIC_OR_PARTITION);
+    wait_open(engine, "auto").await;
+    let mut r = call(engine, request(METADATA, 7, 1, &metadata_body(&["auto"], false)[..11])).await;
+    skip_brokers(&mut r);
+    r.array_len(1).unwrap();
+    assert_eq!(r.i16().unwrap(), 0);
+    assert_eq!(r.string().unwrap(), "auto");
+    r.bool().unwrap();
+    assert_eq!(r.array_len(1).unwrap(), 1);
+    assert_eq!(r.i16().unwrap(), 0, "partition has a leader");
+    assert_eq!(r.i32().unwrap(), 0);
+    assert_eq!(r.i32().unwrap(), broker_id("n1"));
+    assert!(r.i32().unwrap() >= 1, "leader epoch = stream epoch");
+
+    // Produce: two batches at 0 and 2; the stored bytes come back from Fetch.
+    let b1 = encode_batch(Offset(99), &[record("a", "1", 1000), record("b", "2", 2000)]);
+    let produce = |batch: &[u8], acks| request(PRODUCE, 8, 2, &produce_body(acks, "auto", 0, batch));
+    assert_eq!(produce_answer(call(engine, produce(&b1, -1)).await), (0, 0));
+    let b2 = encode_batch(Offset(0), &[record("c", "3", 3000)]);
+    assert_eq!(produce_answer(call(engine, produce(&b2, 1)).await), (0, 2));
+    // acks=0: appended, no response.
+    let b3 = encode_batch(Offset(0), &[record("d", "4", 4000)]);
+    assert!(handle(engine, OPTS, produce(&b3, 0)).await.unwrap().is_none());
+    let hw = engine.describe_topic("auto").unwrap().partition_info[0].end_offset;
+    assert_eq!(hw, Offset(4));
+
+    // Bad batches: nothing appended.
+    let mut corrupt = b2.to_vec();
+    *corrupt.last_mut().unwrap() ^= 1;
+    assert_eq!(produce_answer(call(engine, produce(&corrupt, 1)).await).0, code::CORRUPT_MESSAGE);
+    let big = encode_batch(Offset(0), &[record("k", &"x".repeat(2000), 1)]);
+    assert_eq!(produce_answer(call(engine, produce(&big, 1)).await).0, code::MESSAGE_TOO_LARGE);
+    let mut gzip = b2.to_vec();
+    gzip[21..23].copy_from_slice(&1i16.to_be_bytes());
+    let crc = crc32c::crc32c(&gzip[21..]);
+    gzip[17..21].copy_from_slice(&crc.to_be_bytes());
+    assert_eq!(
+        produce_answer(call(engine, produce(&gzip, 1)).await).0,
+        code::UNSUPPORTED_COMPRESSION_TYPE
+    );
+    let unknown = request(PRODUCE, 8, 2, &produce_body(1, "nope", 0, &b2));
+    assert_eq!(produce_answer(call(engine, unknown).await).0, code::UNKNOWN_TOPIC_OR_PARTITION);
+    let bad_acks = request(PRODUCE, 8, 2, &produce_body(2, "auto", 0, &b2));
+    assert_eq!(produce_answer(call(engine, bad_acks).await).0, code::INVALID_REQUIRED_ACKS);
+    assert_eq!(engine.describe_topic("auto").unwrap().partition_info[0].end_offset, Offset(4));
+
+    // Fetch from 1: the first batch (0..2) comes back as stored, base offset
+    // rewritten; then the rest; then nothing past the high watermark.
+    let (error, hw, records) = fetch_answer(call(engine, request(FETCH, 11, 3, &fetch_body(0, "auto", 0, 1, 1 << 20))).await);
+    assert_eq!((error, hw), (0, 4));
+    let stored: Vec<_> = crate::stream::batch::batches("f", &records).map(|b| b.unwrap().0).collect();
+    assert_eq!(stored.iter().map(|i| i.base_offset.get()).collect::<Vec<_>>(), vec![0, 2, 3]);
+    let leader_epoch = i32::from_be_bytes(records[12..16].try_into().unwrap());
+    assert!(leader_epoch >= 1, "partition leader epoch = stream epoch");
+    assert_eq!(&records[16..b1.len()], &b1[16..], "bytes after the leader epoch are as sent");
+    // max_bytes below one batch still returns the first batch.
+    let (_, _, one) = fetch_answer(call(engine, request(FETCH, 11, 3, &fetch_body(0, "auto", 0, 2, 1))).await);
+    assert_eq!(one.len(), b2.len());
+    let (error, _, none) = fetch_answer(call(engine, request(FETCH, 11, 3, &fetch_body(0, "auto", 0, 4, 1000))).await);
+    assert_eq!((error, none.len()), (0, 0));
+    let (error, _, _) = fetch_answer(call(engine, request(FETCH, 11, 3, &fetch_body(0, "auto", 0, 5, 1000))).await);
+    assert_eq!(error, code::OFFSET_OUT_OF_RANGE);
+
+    // Long poll: a fetch at the end answers soon after an append.
+    let waiting = {
+        let node = node.clone();
+        tokio::spawn(async move {
+            let started = tokio::time::Instant::now();
+            let a = fetch_answer(call(node.as_ref(), request(FETCH, 11, 3, &fetch_body(10_000, "auto", 0, 4, 1000))).await);
+            (a, started.elapsed())
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(produce_answer(call(engine, produce(&b2, 1)).await), (0, 4));
+    let ((error, hw, records), took) = waiting.await.unwrap();
+    assert_eq!((error, hw, records.len()), (0, 5, b2.len()));
+    assert!(took < Duration::from_secs(5), "answered after {took:?}");
+    // And one with nothing arriving waits max_wait_ms.
+    let started = tokio::time::Instant::now();
+    let (_, _, none) = fetch_answer(call(engine, request(FETCH, 11, 3, &fetch_body(300, "auto", 0, 5, 1000))).await);
+    assert!(none.is_empty() && started.elapsed() >= Duration::from_millis(250));
+
+    // ListOffsets: earliest, latest, by timestamp.
+    let lo = |ts| request(LIST_OFFSETS, 5, 4, &list_offsets_body("auto", 0, ts));
+    let epoch = list_offsets_answer(call(engine, lo(-2)).await).3;
+    assert!(epoch >= 1);
+    assert_eq!(list_offsets_answer(call(engine, lo(-2)).await), (0, -1, 0, epoch));
+    assert_eq!(list_offsets_answer(call(engine, lo(-1)).await), (0, -1, 5, epoch));
+    assert_eq!(list_offsets_answer(call(engine, lo(1500)).await), (0, 2000, 1, epoch));
+    assert_eq!(list_offsets_answer(call(engine, lo(3500)).await), (0, 4000, 3, epoch));
+    assert_eq!(list_offsets_answer(call(engine, lo(9999)).await), (0, -1, -1, epoch));
+    let unknown = request(LIST_OFFSETS, 5, 4, &list_offsets_body("nope", 0, -1));
+    assert_eq!(list_offsets_answer(call(engine, unknown).await).0, code::UNKNOWN_TOPIC_OR_PARTITION);
+}
