@@ -255,7 +255,10 @@ pub trait Engine: Send + Sync + 'static {
     /// once durable. Never forwarded: Kafka clients go to the leader.
     async fn append_batch(&self, topic: &str, partition: u32, batch: bytes::Bytes) -> ApiResult<Appended> {
         let _ = (topic, partition, batch);
-        Err(ApiError::new(ErrorCode::NotFound, "raw batch appends are not supported here"))
+        Err(ApiError::new(
+            ErrorCode::NotFound,
+            "raw batch appends are not supported here",
+        ))
     }
     /// Stored batches from `from` on, up to about `max_bytes` (at least one
     /// batch when any exists), never past the high watermark; waits up to
@@ -269,7 +272,10 @@ pub trait Engine: Send + Sync + 'static {
         wait: Duration,
     ) -> ApiResult<BatchRead> {
         let _ = (topic, partition, from, max_bytes, wait);
-        Err(ApiError::new(ErrorCode::NotFound, "raw batch reads are not supported here"))
+        Err(ApiError::new(
+            ErrorCode::NotFound,
+            "raw batch reads are not supported here",
+        ))
     }
     fn ready(&self) -> ReadyStatus;
     fn nodes(&self) -> NodesInfo;

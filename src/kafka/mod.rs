@@ -382,7 +382,11 @@ pub async fn produce_partition(
     if records.len() > limits.max_request_bytes {
         return fail(
             code::MESSAGE_TOO_LARGE,
-            format!("{} bytes of records (limit {})", records.len(), limits.max_request_bytes),
+            format!(
+                "{} bytes of records (limit {})",
+                records.len(),
+                limits.max_request_bytes
+            ),
         );
     }
     let mut to_append = Vec::new();
@@ -506,7 +510,10 @@ async fn fetch(engine: &dyn Engine, req: FetchRequest) -> Vec<(String, Vec<Fetch
     // or the wait runs out, then answer with a fresh pass.
     let mut waits = Vec::new();
     for (topic, parts) in &first {
-        for a in parts.iter().filter(|a| a.error_code == code::NONE && a.batches.is_empty()) {
+        for a in parts
+            .iter()
+            .filter(|a| a.error_code == code::NONE && a.batches.is_empty())
+        {
             let from = req
                 .topics
                 .iter()
@@ -551,7 +558,10 @@ async fn list_offsets(
                 leader_epoch: -1,
             };
             let info = match &described {
-                Ok(d) => d.partition_info.iter().find(|p| i64::from(p.partition) == i64::from(partition)),
+                Ok(d) => d
+                    .partition_info
+                    .iter()
+                    .find(|p| i64::from(p.partition) == i64::from(partition)),
                 Err(_) => None,
             };
             let Some(info) = info else {

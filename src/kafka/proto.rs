@@ -64,12 +64,16 @@ pub fn decode_header(r: &mut Reader) -> DecodeResult<Header> {
 
 // ------------------------------------------------------------ requests
 
+/// A topic's entries in a request or response: (topic name, per partition).
+pub type PerTopic<T> = Vec<(String, Vec<T>)>;
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProduceRequest {
     pub transactional_id: Option<String>,
     pub acks: i16,
     pub timeout_ms: i32,
-    pub topics: Vec<(String, Vec<(i32, Option<Bytes>)>)>,
+    /// (partition, records)
+    pub topics: PerTopic<(i32, Option<Bytes>)>,
 }
 
 pub fn decode_produce(r: &mut Reader, _version: i16) -> DecodeResult<ProduceRequest> {
@@ -174,7 +178,7 @@ pub fn decode_fetch(r: &mut Reader, version: i16) -> DecodeResult<FetchRequest> 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListOffsetsRequest {
     /// (topic, [(partition, current leader epoch, timestamp)])
-    pub topics: Vec<(String, Vec<(i32, i32, i64)>)>,
+    pub topics: PerTopic<(i32, i32, i64)>,
 }
 
 pub fn decode_list_offsets(r: &mut Reader, version: i16) -> DecodeResult<ListOffsetsRequest> {

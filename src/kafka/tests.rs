@@ -225,12 +225,21 @@ async fn frames_outside_the_bounds_are_refused_without_allocating_the_claim() {
         read(vec![0, 0, 0, 4, 1, 2, 3, 4]).await,
         Err(ConnError::FrameLength(4, _, _))
     ));
-    assert!(matches!(read(vec![0xff, 0xff, 0xff, 0xff]).await, Err(ConnError::FrameLength(-1, _, _))));
-    assert!(matches!(read(vec![0, 0, 3, 233]).await, Err(ConnError::FrameLength(1001, _, _))));
+    assert!(matches!(
+        read(vec![0xff, 0xff, 0xff, 0xff]).await,
+        Err(ConnError::FrameLength(-1, _, _))
+    ));
+    assert!(matches!(
+        read(vec![0, 0, 3, 233]).await,
+        Err(ConnError::FrameLength(1001, _, _))
+    ));
     // A frame claiming the maximum but sending 10 bytes: refused as truncated.
     let mut claim = vec![0, 0, 3, 232];
     claim.extend_from_slice(&[0; 10]);
-    assert!(matches!(read(claim).await, Err(ConnError::Truncated { got: 10, want: 1000 })));
+    assert!(matches!(
+        read(claim).await,
+        Err(ConnError::Truncated { got: 10, want: 1000 })
+    ));
     let mut ok = vec![0, 0, 0, 8];
     ok.extend_from_slice(&[1; 8]);
     assert_eq!(read(ok).await.unwrap().unwrap().len(), 8);
@@ -271,7 +280,12 @@ async fn random_and_lying_frames_never_panic() {
     let valid: Vec<Bytes> = vec![
         request(API_VERSIONS, 3, 1, &[3, b'r', b's', 2, b'1', 0]),
         request(METADATA, 8, 2, &metadata_body(&["t"], false)),
-        request(PRODUCE, 8, 3, &produce_body(1, "t", 0, &encode_batch(Offset(0), &[record("k", "v", 1)]))),
+        request(
+            PRODUCE,
+            8,
+            3,
+            &produce_body(1, "t", 0, &encode_batch(Offset(0), &[record("k", "v", 1)])),
+        ),
         request(FETCH, 11, 4, &fetch_body(0, "t", 0, 0, 1000)),
         request(LIST_OFFSETS, 5, 5, &list_offsets_body("t", 0, -2)),
     ];
@@ -336,8 +350,8 @@ async fn a_lying_frame_closes_only_its_own_connection() {
 
     for bad in [
         lying_produce(),
-        vec![0x7f, 0xff, 0xff, 0xff, 0, 0],       // over the frame limit
-        vec![0, 0, 0, 2, 0, 0],                   // under the header minimum
+        vec![0x7f, 0xff, 0xff, 0xff, 0, 0],               // over the frame limit
+        vec![0, 0, 0, 2, 0, 0],                           // under the header minimum
         vec![0, 0, 0, 12, 0, 18, 0, 3, 0, 0, 0, 9, 0xff], // ApiVersions v3, truncated
     ] {
         let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
@@ -361,7 +375,10 @@ async fn a_lying_frame_closes_only_its_own_connection() {
     assert_eq!(&answer(&mut good).await.unwrap()[..4], &4i32.to_be_bytes());
 
     stop_tx.send(true).unwrap();
-    tokio::time::timeout(Duration::from_secs(10), server).await.unwrap().unwrap();
+    tokio::time::timeout(Duration::from_secs(10), server)
+        .await
+        .unwrap()
+        .unwrap();
     assert!(answer(&mut good).await.is_err(), "closed on shutdown");
 }
 
@@ -446,9 +463,15 @@ async fn metadata_produce_fetch_and_list_offsets_over_a_node() {
     // Bad batches: nothing appended.
     let mut corrupt = b2.to_vec();
     *corrupt.last_mut().unwrap() ^= 1;
-    assert_eq!(produce_answer(call(engine, produce(&corrupt, 1)).await).0, code::CORRUPT_MESSAGE);
+    assert_eq!(
+        produce_answer(call(engine, produce(&corrupt, 1)).await).0,
+        code::CORRUPT_MESSAGE
+    );
     let big = encode_batch(Offset(0), &[record("k", &"x".repeat(2000), 1)]);
-    assert_eq!(produce_answer(call(engine, produce(&big, 1)).await).0, code::MESSAGE_TOO_LARGE);
+    assert_eq!(
+        produce_answer(call(engine, produce(&big, 1)).await).0,
+        code::MESSAGE_TOO_LARGE
+    );
     let mut gzip = b2.to_vec();
     gzip[21..23].copy_from_slice(&1i16.to_be_bytes());
     let crc = crc32c::crc32c(&gzip[21..]);
@@ -458,20 +481,39 @@ async fn metadata_produce_fetch_and_list_offsets_over_a_node() {
         code::UNSUPPORTED_COMPRESSION_TYPE
     );
     let unknown = request(PRODUCE, 8, 2, &produce_body(1, "nope", 0, &b2));
-    assert_eq!(produce_answer(call(engine, unknown).await).0, code::UNKNOWN_TOPIC_OR_PARTITION);
+    assert_eq!(
+        produce_answer(call(engine, unknown).await).0,
+        code::UNKNOWN_TOPIC_OR_PARTITION
+    );
     let bad_acks = request(PRODUCE, 8, 2, &produce_body(2, "auto", 0, &b2));
-    assert_eq!(produce_answer(call(engine, bad_acks).await).0, code::INVALID_REQUIRED_ACKS);
-    assert_eq!(engine.describe_topic("auto").unwrap().partition_info[0].end_offset, Offset(4));
+    assert_eq!(
+        produce_answer(call(engine, bad_acks).await).0,
+        code::INVALID_REQUIRED_ACKS
+    );
+    assert_eq!(
+        engine.describe_topic("auto").unwrap().partition_info[0].end_offset,
+        Offset(4)
+    );
 
     // Fetch from 1: the first batch (0..2) comes back as stored, base offset
     // rewritten; then the rest; then nothing past the high watermark.
-    let (error, hw, records) = fetch_answer(call(engine, request(FETCH, 11, 3, &fetch_body(0, "auto", 0, 1, 1 << 20))).await);
+    let (error, hw, records) =
+        fetch_answer(call(engine, request(FETCH, 11, 3, &fetch_body(0, "auto", 0, 1, 1 << 20))).await);
     assert_eq!((error, hw), (0, 4));
-    let stored: Vec<_> = crate::stream::batch::batches("f", &records).map(|b| b.unwrap().0).collect();
-    assert_eq!(stored.iter().map(|i| i.base_offset.get()).collect::<Vec<_>>(), vec![0, 2, 3]);
+    let stored: Vec<_> = crate::stream::batch::batches("f", &records)
+        .map(|b| b.unwrap().0)
+        .collect();
+    assert_eq!(
+        stored.iter().map(|i| i.base_offset.get()).collect::<Vec<_>>(),
+        vec![0, 2, 3]
+    );
     let leader_epoch = i32::from_be_bytes(records[12..16].try_into().unwrap());
     assert!(leader_epoch >= 1, "partition leader epoch = stream epoch");
-    assert_eq!(&records[16..b1.len()], &b1[16..], "bytes after the leader epoch are as sent");
+    assert_eq!(
+        &records[16..b1.len()],
+        &b1[16..],
+        "bytes after the leader epoch are as sent"
+    );
     // max_bytes below one batch still returns the first batch.
     let (_, _, one) = fetch_answer(call(engine, request(FETCH, 11, 3, &fetch_body(0, "auto", 0, 2, 1))).await);
     assert_eq!(one.len(), b2.len());
@@ -485,7 +527,13 @@ async fn metadata_produce_fetch_and_list_offsets_over_a_node() {
         let node = node.clone();
         tokio::spawn(async move {
             let started = tokio::time::Instant::now();
-            let a = fetch_answer(call(node.as_ref(), request(FETCH, 11, 3, &fetch_body(10_000, "auto", 0, 4, 1000))).await);
+            let a = fetch_answer(
+                call(
+                    node.as_ref(),
+                    request(FETCH, 11, 3, &fetch_body(10_000, "auto", 0, 4, 1000)),
+                )
+                .await,
+            );
             (a, started.elapsed())
         })
     };
@@ -509,5 +557,8 @@ async fn metadata_produce_fetch_and_list_offsets_over_a_node() {
     assert_eq!(list_offsets_answer(call(engine, lo(3500)).await), (0, 4000, 3, epoch));
     assert_eq!(list_offsets_answer(call(engine, lo(9999)).await), (0, -1, -1, epoch));
     let unknown = request(LIST_OFFSETS, 5, 4, &list_offsets_body("nope", 0, -1));
-    assert_eq!(list_offsets_answer(call(engine, unknown).await).0, code::UNKNOWN_TOPIC_OR_PARTITION);
+    assert_eq!(
+        list_offsets_answer(call(engine, unknown).await).0,
+        code::UNKNOWN_TOPIC_OR_PARTITION
+    );
 }
