@@ -169,7 +169,11 @@ fn skip_brokers(r: &mut Reader) {
 }
 
 async fn node() -> Arc<Node> {
-    let args = [
+    node_with(&[]).await
+}
+
+async fn node_with(extra: &[&str]) -> Arc<Node> {
+    let mut args = vec![
         "--node-id",
         "n1",
         "--heartbeat-interval-sec",
@@ -189,6 +193,7 @@ async fn node() -> Arc<Node> {
         "--max-record-bytes",
         "1000",
     ];
+    args.extend_from_slice(extra);
     let config = ServeArgs::parse_from(args).unwrap().validate().unwrap();
     let backends = Backends {
         data: Arc::new(crate::store::MemoryStore::new()),
@@ -561,4 +566,65 @@ async fn metadata_produce_fetch_and_list_offsets_over_a_node() {
         list_offsets_answer(call(engine, unknown).await).0,
         code::UNKNOWN_TOPIC_OR_PARTITION
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fetch_reads_flushed_data_objects_then_the_tail() {
+    let node = node_with(&["--flush-bytes", "1"]).await;
+    let engine: &dyn Engine = node.as_ref();
+    engine.create_topic("f", 1, Default::default()).await.unwrap();
+    wait_open(engine, "f").await;
+    let produce = |i: i64| {
+        let batch = encode_batch(Offset(0), &[record(&format!("k{i}"), &format!("v{i}"), 1000 * i)]);
+        request(PRODUCE, 8, 1, &produce_body(-1, "f", 0, &batch))
+    };
+    for i in 0..5 {
+        assert_eq!(produce_answer(call(engine, produce(i)).await), (0, i));
+    }
+    let stream = node.open_streams().into_iter().find(|s| s.topic == "f").unwrap();
+    for _ in 0..400 {
+        if stream.committed_end() == Offset(5) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(stream.committed_end(), Offset(5), "flushed to a data object");
+    assert_eq!(produce_answer(call(engine, produce(5)).await), (0, 5));
+
+    let fetch = |from, max| request(FETCH, 11, 2, &fetch_body(0, "f", 0, from, max));
+    let (error, hw, records) = fetch_answer(call(engine, fetch(1, 1 << 20)).await);
+    assert_eq!((error, hw), (0, 6));
+    let batches: Vec<_> = crate::stream::batch::batches("f", &records).map(|b| b.unwrap()).collect();
+    let bases: Vec<u64> = batches.iter().map(|(i, _)| i.base_offset.get()).collect();
+    assert_eq!(bases, vec![1, 2, 3, 4, 5], "chunks, then the tail");
+    let values: Vec<_> = batches
+        .iter()
+        .flat_map(|(_, raw)| crate::stream::batch::decode_records("f", raw).unwrap())
+        .map(|(_, r)| r.value.unwrap())
+        .collect();
+    assert_eq!(values[0], Bytes::from_static(b"v1"));
+    assert_eq!(values[4], Bytes::from_static(b"v5"));
+    let (_, _, one) = fetch_answer(call(engine, fetch(2, 1)).await);
+    assert_eq!(crate::stream::batch::batches("f", &one).count(), 1, "max_bytes bounds chunk reads");
+    let lo = request(LIST_OFFSETS, 5, 3, &list_offsets_body("f", 0, 2500));
+    assert_eq!(list_offsets_answer(call(engine, lo).await).2, 3, "timestamp lookup in a chunk");
+}
+
+#[tokio::test]
+async fn metadata_without_auto_create_reports_unknown_topics() {
+    let engine = FakeEngine::new(FakeEngine::default_limits());
+    let opts = Options {
+        auto_create_topics: false,
+        ..OPTS
+    };
+    let resp = handle(engine.as_ref(), opts, request(METADATA, 8, 1, &metadata_body(&["new"], true)))
+        .await
+        .unwrap()
+        .unwrap();
+    let mut r = Reader::new(resp);
+    r.i32().unwrap();
+    skip_brokers(&mut r);
+    assert_eq!(r.array_len(1).unwrap(), 1);
+    assert_eq!(r.i16().unwrap(), code::UNKNOWN_TOPIC_OR_PARTITION);
+    assert!(engine.describe_topic("new").is_err(), "not created");
 }
