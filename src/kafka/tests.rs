@@ -172,10 +172,22 @@ async fn node() -> Arc<Node> {
     node_with(&[]).await
 }
 
+fn memory_backends() -> Backends {
+    Backends {
+        data: Arc::new(crate::store::MemoryStore::new()),
+        wal: Arc::new(crate::store::MemoryStore::new()),
+        log: Arc::new(crate::meta::memory_log::MemoryLog::new()),
+    }
+}
+
 async fn node_with(extra: &[&str]) -> Arc<Node> {
+    node_on("n1", memory_backends(), extra).await
+}
+
+async fn node_on(id: &str, backends: Backends, extra: &[&str]) -> Arc<Node> {
     let mut args = vec![
         "--node-id",
-        "n1",
+        id,
         "--heartbeat-interval-sec",
         "1",
         "--node-timeout-sec",
@@ -195,11 +207,6 @@ async fn node_with(extra: &[&str]) -> Arc<Node> {
     ];
     args.extend_from_slice(extra);
     let config = ServeArgs::parse_from(args).unwrap().validate().unwrap();
-    let backends = Backends {
-        data: Arc::new(crate::store::MemoryStore::new()),
-        wal: Arc::new(crate::store::MemoryStore::new()),
-        log: Arc::new(crate::meta::memory_log::MemoryLog::new()),
-    };
     Node::start_with(config, backends).await.unwrap()
 }
 
@@ -627,4 +634,73 @@ async fn metadata_without_auto_create_reports_unknown_topics() {
     assert_eq!(r.array_len(1).unwrap(), 1);
     assert_eq!(r.i16().unwrap(), code::UNKNOWN_TOPIC_OR_PARTITION);
     assert!(engine.describe_topic("new").is_err(), "not created");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_that_is_not_the_leader_says_so_and_metadata_names_the_owner() {
+    let backends = memory_backends();
+    let n1 = node_on("n1", backends.clone(), &[]).await;
+    let n2 = node_on("n2", backends, &[]).await;
+    for _ in 0..400 {
+        if n1.nodes().nodes.len() == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    n1.create_topic("two", 2, Default::default()).await.unwrap();
+    wait_open(n1.as_ref(), "two").await;
+    wait_open(n2.as_ref(), "two").await;
+    let batch = encode_batch(Offset(0), &[record("k", "v", 1)]);
+    for p in n1.describe_topic("two").unwrap().partition_info {
+        let owner = p.owner.unwrap();
+        let (owner_node, other) = if owner == "n1" { (&n1, &n2) } else { (&n2, &n1) };
+        let partition = p.partition as i32;
+        let produce = request(PRODUCE, 8, 1, &produce_body(1, "two", partition, &batch));
+        assert_eq!(
+            produce_answer(call(other.as_ref(), produce.clone()).await).0,
+            code::NOT_LEADER_OR_FOLLOWER
+        );
+        assert_eq!(produce_answer(call(owner_node.as_ref(), produce).await), (0, 0));
+        let fetch = request(FETCH, 11, 2, &fetch_body(0, "two", partition, 0, 1000));
+        assert_eq!(fetch_answer(call(other.as_ref(), fetch).await).0, code::NOT_LEADER_OR_FOLLOWER);
+        let lo = request(LIST_OFFSETS, 5, 3, &list_offsets_body("two", partition, -1));
+        assert_eq!(list_offsets_answer(call(other.as_ref(), lo).await).0, code::NOT_LEADER_OR_FOLLOWER);
+
+        // Either node's metadata names both brokers and the owner as leader.
+        let mut r = call(other.as_ref(), request(METADATA, 8, 4, &metadata_body(&["two"], false))).await;
+        r.i32().unwrap();
+        let mut brokers = Vec::new();
+        for _ in 0..r.array_len(1).unwrap() {
+            brokers.push(r.i32().unwrap());
+            r.string().unwrap();
+            r.i32().unwrap();
+            r.nullable_string().unwrap();
+        }
+        brokers.sort();
+        let mut want = vec![broker_id("n1"), broker_id("n2")];
+        want.sort();
+        assert_eq!(brokers, want);
+        r.nullable_string().unwrap();
+        r.i32().unwrap();
+        assert_eq!(r.array_len(1).unwrap(), 1);
+        assert_eq!(r.i16().unwrap(), 0);
+        r.string().unwrap();
+        r.bool().unwrap();
+        let n = r.array_len(1).unwrap();
+        let mut leaders = Vec::new();
+        for _ in 0..n {
+            r.i16().unwrap();
+            let idx = r.i32().unwrap();
+            leaders.push((idx, r.i32().unwrap()));
+            let epoch = r.i32().unwrap();
+            assert!(epoch >= 1);
+            for _ in 0..3 {
+                for _ in 0..r.array_len(4).unwrap() {
+                    r.i32().unwrap();
+                }
+            }
+        }
+        r.i32().unwrap(); // topic authorized operations
+        assert!(leaders.contains(&(partition, broker_id(&owner))), "{leaders:?}");
+    }
 }
