@@ -37,6 +37,8 @@ pub mod code {
     pub const UNSUPPORTED_VERSION: i16 = 35;
     pub const INVALID_REQUEST: i16 = 42;
     pub const UNSUPPORTED_COMPRESSION_TYPE: i16 = 76;
+    pub const FENCED_LEADER_EPOCH: i16 = 74;
+    pub const UNKNOWN_LEADER_EPOCH: i16 = 75;
     pub const INVALID_RECORD: i16 = 87;
     pub const THROTTLING_QUOTA_EXCEEDED: i16 = 89;
     pub const UNKNOWN_SERVER_ERROR: i16 = -1;
@@ -441,6 +443,23 @@ pub async fn produce_partition(
 
 // ------------------------------------------------------------ Fetch
 
+/// A request's current leader epoch (-1 = not given) against the stream
+/// epoch: older → `FENCED_LEADER_EPOCH`, newer → `UNKNOWN_LEADER_EPOCH`.
+pub fn check_leader_epoch(requested: i32, stream_epoch: u64) -> Option<i16> {
+    let requested = u64::try_from(requested).ok()?;
+    match requested.cmp(&stream_epoch) {
+        std::cmp::Ordering::Less => Some(code::FENCED_LEADER_EPOCH),
+        std::cmp::Ordering::Greater => Some(code::UNKNOWN_LEADER_EPOCH),
+        std::cmp::Ordering::Equal => None,
+    }
+}
+
+fn stream_epoch(engine: &dyn Engine, topic: &str, partition: u32) -> Option<u64> {
+    let d = engine.describe_topic(topic).ok()?;
+    let p = d.partition_info.iter().find(|p| p.partition == partition)?;
+    Some(p.stream_epoch.get())
+}
+
 fn fetch_error(partition: i32, error_code: i16) -> FetchPartitionResponse {
     FetchPartitionResponse {
         partition,
@@ -462,6 +481,13 @@ async fn fetch_pass(engine: &dyn Engine, req: &FetchRequest) -> Vec<(String, Vec
                 answers.push(fetch_error(fp.partition, code::UNKNOWN_TOPIC_OR_PARTITION));
                 continue;
             };
+            if fp.current_leader_epoch >= 0 {
+                let epoch = stream_epoch(engine, topic, p);
+                if let Some(error) = epoch.and_then(|e| check_leader_epoch(fp.current_leader_epoch, e)) {
+                    answers.push(fetch_error(fp.partition, error));
+                    continue;
+                }
+            }
             let max = usize::try_from(fp.partition_max_bytes).unwrap_or(0).min(budget);
             match engine.read_batches(topic, p, Offset(from), max, Duration::ZERO).await {
                 Ok(read) => {
@@ -549,7 +575,7 @@ async fn list_offsets(
     for (topic, parts) in req.topics {
         let described = engine.describe_topic(&topic);
         let mut answers = Vec::with_capacity(parts.len());
-        for (partition, _epoch, timestamp) in parts {
+        for (partition, requested_epoch, timestamp) in parts {
             let fail = |error_code| ListOffsetsPartitionResponse {
                 partition,
                 error_code,
@@ -570,6 +596,10 @@ async fn list_offsets(
             };
             if info.state != "open" || info.owner.as_deref() != Some(me.as_str()) {
                 answers.push(fail(code::NOT_LEADER_OR_FOLLOWER));
+                continue;
+            }
+            if let Some(error) = check_leader_epoch(requested_epoch, info.stream_epoch.get()) {
+                answers.push(fail(error));
                 continue;
             }
             let leader_epoch = i32::try_from(info.stream_epoch.get()).unwrap_or(i32::MAX);

@@ -43,6 +43,10 @@ fn produce_body(acks: i16, topic: &str, partition: i32, records: &[u8]) -> Vec<u
 
 /// A Fetch v11 body for one partition.
 fn fetch_body(max_wait_ms: i32, topic: &str, partition: i32, offset: i64, max_bytes: i32) -> Vec<u8> {
+    fetch_body_at(max_wait_ms, topic, partition, -1, offset, max_bytes)
+}
+
+fn fetch_body_at(max_wait_ms: i32, topic: &str, partition: i32, epoch: i32, offset: i64, max_bytes: i32) -> Vec<u8> {
     let mut w = Writer::default();
     w.i32(-1);
     w.i32(max_wait_ms);
@@ -55,7 +59,7 @@ fn fetch_body(max_wait_ms: i32, topic: &str, partition: i32, offset: i64, max_by
     w.string(topic);
     w.array_len(1);
     w.i32(partition);
-    w.i32(-1);
+    w.i32(epoch);
     w.i64(offset);
     w.i64(-1);
     w.i32(max_bytes);
@@ -568,6 +572,31 @@ async fn metadata_produce_fetch_and_list_offsets_over_a_node() {
     assert_eq!(list_offsets_answer(call(engine, lo(1500)).await), (0, 2000, 1, epoch));
     assert_eq!(list_offsets_answer(call(engine, lo(3500)).await), (0, 4000, 3, epoch));
     assert_eq!(list_offsets_answer(call(engine, lo(9999)).await), (0, -1, -1, epoch));
+    // Leader epochs: the current one is accepted, older is fenced, newer unknown.
+    let at = |e| request(FETCH, 11, 3, &fetch_body_at(0, "auto", 0, e, 0, 1000));
+    assert_eq!(fetch_answer(call(engine, at(epoch)).await).0, 0);
+    assert_eq!(
+        fetch_answer(call(engine, at(epoch - 1)).await).0,
+        code::FENCED_LEADER_EPOCH
+    );
+    assert_eq!(
+        fetch_answer(call(engine, at(epoch + 1)).await).0,
+        code::UNKNOWN_LEADER_EPOCH
+    );
+    let mut w = Writer::default();
+    w.i32(-1);
+    w.i8(0);
+    w.array_len(1);
+    w.string("auto");
+    w.array_len(1);
+    w.i32(0);
+    w.i32(epoch + 1);
+    w.i64(-1);
+    let lo_epoch = request(LIST_OFFSETS, 5, 4, &w.buf);
+    assert_eq!(
+        list_offsets_answer(call(engine, lo_epoch).await).0,
+        code::UNKNOWN_LEADER_EPOCH
+    );
     let unknown = request(LIST_OFFSETS, 5, 4, &list_offsets_body("nope", 0, -1));
     assert_eq!(
         list_offsets_answer(call(engine, unknown).await).0,
@@ -601,7 +630,9 @@ async fn fetch_reads_flushed_data_objects_then_the_tail() {
     let fetch = |from, max| request(FETCH, 11, 2, &fetch_body(0, "f", 0, from, max));
     let (error, hw, records) = fetch_answer(call(engine, fetch(1, 1 << 20)).await);
     assert_eq!((error, hw), (0, 6));
-    let batches: Vec<_> = crate::stream::batch::batches("f", &records).map(|b| b.unwrap()).collect();
+    let batches: Vec<_> = crate::stream::batch::batches("f", &records)
+        .map(|b| b.unwrap())
+        .collect();
     let bases: Vec<u64> = batches.iter().map(|(i, _)| i.base_offset.get()).collect();
     assert_eq!(bases, vec![1, 2, 3, 4, 5], "chunks, then the tail");
     let values: Vec<_> = batches
@@ -612,9 +643,17 @@ async fn fetch_reads_flushed_data_objects_then_the_tail() {
     assert_eq!(values[0], Bytes::from_static(b"v1"));
     assert_eq!(values[4], Bytes::from_static(b"v5"));
     let (_, _, one) = fetch_answer(call(engine, fetch(2, 1)).await);
-    assert_eq!(crate::stream::batch::batches("f", &one).count(), 1, "max_bytes bounds chunk reads");
+    assert_eq!(
+        crate::stream::batch::batches("f", &one).count(),
+        1,
+        "max_bytes bounds chunk reads"
+    );
     let lo = request(LIST_OFFSETS, 5, 3, &list_offsets_body("f", 0, 2500));
-    assert_eq!(list_offsets_answer(call(engine, lo).await).2, 3, "timestamp lookup in a chunk");
+    assert_eq!(
+        list_offsets_answer(call(engine, lo).await).2,
+        3,
+        "timestamp lookup in a chunk"
+    );
 }
 
 #[tokio::test]
@@ -624,10 +663,14 @@ async fn metadata_without_auto_create_reports_unknown_topics() {
         auto_create_topics: false,
         ..OPTS
     };
-    let resp = handle(engine.as_ref(), opts, request(METADATA, 8, 1, &metadata_body(&["new"], true)))
-        .await
-        .unwrap()
-        .unwrap();
+    let resp = handle(
+        engine.as_ref(),
+        opts,
+        request(METADATA, 8, 1, &metadata_body(&["new"], true)),
+    )
+    .await
+    .unwrap()
+    .unwrap();
     let mut r = Reader::new(resp);
     r.i32().unwrap();
     skip_brokers(&mut r);
@@ -662,9 +705,15 @@ async fn a_node_that_is_not_the_leader_says_so_and_metadata_names_the_owner() {
         );
         assert_eq!(produce_answer(call(owner_node.as_ref(), produce).await), (0, 0));
         let fetch = request(FETCH, 11, 2, &fetch_body(0, "two", partition, 0, 1000));
-        assert_eq!(fetch_answer(call(other.as_ref(), fetch).await).0, code::NOT_LEADER_OR_FOLLOWER);
+        assert_eq!(
+            fetch_answer(call(other.as_ref(), fetch).await).0,
+            code::NOT_LEADER_OR_FOLLOWER
+        );
         let lo = request(LIST_OFFSETS, 5, 3, &list_offsets_body("two", partition, -1));
-        assert_eq!(list_offsets_answer(call(other.as_ref(), lo).await).0, code::NOT_LEADER_OR_FOLLOWER);
+        assert_eq!(
+            list_offsets_answer(call(other.as_ref(), lo).await).0,
+            code::NOT_LEADER_OR_FOLLOWER
+        );
 
         // Either node's metadata names both brokers and the owner as leader.
         let mut r = call(other.as_ref(), request(METADATA, 8, 4, &metadata_body(&["two"], false))).await;
