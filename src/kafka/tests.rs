@@ -558,6 +558,12 @@ async fn metadata_produce_fetch_and_list_offsets_over_a_node() {
     let ((error, hw, records), took) = waiting.await.unwrap();
     assert_eq!((error, hw, records.len()), (0, 5, b2.len()));
     assert!(took < Duration::from_secs(5), "answered after {took:?}");
+    // min_bytes 0 answers at once even with nothing to return.
+    let mut zero = fetch_body(10_000, "auto", 0, 5, 1000);
+    zero[8..12].copy_from_slice(&0i32.to_be_bytes());
+    let started = tokio::time::Instant::now();
+    let (_, _, none) = fetch_answer(call(engine, request(FETCH, 11, 3, &zero)).await);
+    assert!(none.is_empty() && started.elapsed() < Duration::from_secs(2));
     // And one with nothing arriving waits max_wait_ms.
     let started = tokio::time::Instant::now();
     let (_, _, none) = fetch_answer(call(engine, request(FETCH, 11, 3, &fetch_body(300, "auto", 0, 5, 1000))).await);
