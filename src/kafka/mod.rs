@@ -529,7 +529,10 @@ async fn fetch(engine: &dyn Engine, req: FetchRequest) -> Vec<(String, Vec<Fetch
         .map(|b| b.len())
         .sum();
     let wait = Duration::from_millis(u64::try_from(req.max_wait_ms).unwrap_or(0)).min(engine.limits().max_wait);
-    let errors = first.iter().flat_map(|(_, ps)| ps.iter()).any(|p| p.error_code != code::NONE);
+    let errors = first
+        .iter()
+        .flat_map(|(_, ps)| ps.iter())
+        .any(|p| p.error_code != code::NONE);
     // Answer at once with enough bytes, on any error, or when asked not to wait.
     if wait.is_zero() || errors || bytes >= usize::try_from(req.min_bytes).unwrap_or(0) {
         return first;

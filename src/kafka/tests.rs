@@ -290,9 +290,24 @@ async fn random_and_lying_frames_never_panic() {
         ..FakeEngine::default_limits()
     };
     let engine = FakeEngine::new(limits);
+    fuzz(engine.as_ref(), 20_000).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn random_frames_against_a_real_node_never_panic() {
+    let node = node_with(&["--max-wait-ms", "1"]).await;
+    node.create_topic("t", 1, Default::default()).await.unwrap();
+    wait_open(node.as_ref(), "t").await;
+    fuzz(node.as_ref(), 3_000).await;
+    assert!(node.ready().ready, "the node is still serving");
+}
+
+/// Feeds random, byte-flipped and truncated frames (and a lying Produce)
+/// to `handle`: errors are expected, panics are not.
+async fn fuzz(engine: &dyn Engine, rounds: u32) {
     let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
     let lying = Bytes::from(lying_produce()[4..].to_vec());
-    assert!(handle(engine.as_ref(), OPTS, lying).await.is_err());
+    assert!(handle(engine, OPTS, lying).await.is_err());
     let valid: Vec<Bytes> = vec![
         request(API_VERSIONS, 3, 1, &[3, b'r', b's', 2, b'1', 0]),
         request(METADATA, 8, 2, &metadata_body(&["t"], false)),
@@ -305,7 +320,7 @@ async fn random_and_lying_frames_never_panic() {
         request(FETCH, 11, 4, &fetch_body(0, "t", 0, 0, 1000)),
         request(LIST_OFFSETS, 5, 5, &list_offsets_body("t", 0, -2)),
     ];
-    for i in 0..20_000u32 {
+    for i in 0..rounds {
         let frame: Vec<u8> = match i % 4 {
             // Pure noise with a supported key and version.
             0 => {
@@ -331,11 +346,7 @@ async fn random_and_lying_frames_never_panic() {
             }
         };
         // Errors are fine (the connection closes); panics and aborts are not.
-        let _ = tokio::time::timeout(
-            Duration::from_secs(1),
-            handle(engine.as_ref(), OPTS, Bytes::from(frame)),
-        )
-        .await;
+        let _ = tokio::time::timeout(Duration::from_secs(1), handle(engine, OPTS, Bytes::from(frame))).await;
     }
 }
 
@@ -758,4 +769,53 @@ async fn a_node_that_is_not_the_leader_says_so_and_metadata_names_the_owner() {
         r.i32().unwrap(); // topic authorized operations
         assert!(leaders.contains(&(partition, broker_id(&owner))), "{leaders:?}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_fetch_does_not_block_produce_on_another_connection() {
+    use tokio::io::AsyncReadExt;
+    let node = node().await;
+    node.create_topic("lp", 1, Default::default()).await.unwrap();
+    wait_open(node.as_ref(), "lp").await;
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (_stop, stop_rx) = watch::channel(false);
+    tokio::spawn(serve(node.clone(), listener, OPTS, stop_rx));
+    async fn send(s: &mut tokio::net::TcpStream, frame: Bytes) {
+        s.write_all(&(frame.len() as u32).to_be_bytes()).await.unwrap();
+        s.write_all(&frame).await.unwrap();
+    }
+    async fn answer(s: &mut tokio::net::TcpStream) -> Reader {
+        let len = s.read_u32().await.unwrap();
+        let mut b = vec![0; len as usize];
+        s.read_exact(&mut b).await.unwrap();
+        let mut r = Reader::new(b.into());
+        r.i32().unwrap();
+        r
+    }
+    let mut consumer = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut producer = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let started = tokio::time::Instant::now();
+    send(
+        &mut consumer,
+        request(FETCH, 11, 1, &fetch_body(20_000, "lp", 0, 0, 1 << 20)),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let batch = encode_batch(Offset(0), &[record("k", "v", 1)]);
+    // acks=0 gets no response; the next request on the connection is answered.
+    send(&mut producer, request(PRODUCE, 8, 2, &produce_body(0, "lp", 0, &batch))).await;
+    send(
+        &mut producer,
+        request(PRODUCE, 8, 3, &produce_body(-1, "lp", 0, &batch)),
+    )
+    .await;
+    assert_eq!(produce_answer(answer(&mut producer).await), (0, 1));
+    let (error, hw, records) = fetch_answer(answer(&mut consumer).await);
+    assert_eq!(error, 0);
+    assert!(hw >= 1 && !records.is_empty());
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the fetch ended on the append"
+    );
 }
