@@ -172,12 +172,33 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
             _ = stopped(&mut stop) => return Ok(()),
         };
         let Some(frame) = frame else { return Ok(()) };
-        if let Some(response) = handle(engine.as_ref(), opts, frame).await? {
+        let api = api_name(&frame);
+        let started = tokio::time::Instant::now();
+        let handled = handle(engine.as_ref(), opts, frame).await;
+        let outcome = if handled.is_ok() { "ok" } else { "malformed" };
+        crate::telemetry::observe(
+            "kafka_request_seconds",
+            &[("api", api), ("outcome", outcome)],
+            started.elapsed(),
+        );
+        if let Some(response) = handled? {
             let len = u32::try_from(response.len()).unwrap_or(u32::MAX);
             wr.write_all(&len.to_be_bytes()).await?;
             wr.write_all(&response).await?;
             wr.flush().await?;
         }
+    }
+}
+
+/// The metrics label of a request frame's API.
+fn api_name(frame: &[u8]) -> &'static str {
+    match frame.get(..2).map(|k| i16::from_be_bytes([k[0], k[1]])) {
+        Some(PRODUCE) => "produce",
+        Some(FETCH) => "fetch",
+        Some(LIST_OFFSETS) => "list_offsets",
+        Some(METADATA) => "metadata",
+        Some(API_VERSIONS) => "api_versions",
+        _ => "other",
     }
 }
 
