@@ -385,6 +385,28 @@ mod tests {
         assert!(c.object_store.starts_with("file:///") && c.object_store.ends_with("sluice-data/objects"));
         assert_eq!(c.wal_store, c.object_store);
         assert!(c.metadata.ends_with("sluice-data/meta"));
+        assert_eq!(c.kafka_max_frame_bytes, 100 << 20);
+        assert!(c.auto_create_topics);
+    }
+
+    #[test]
+    fn kafka_flags_parse() {
+        let c = parse(&[
+            "--node-id",
+            "n1",
+            "--auto-create-topics",
+            "false",
+            "--kafka-max-frame-bytes",
+            "4096",
+        ])
+        .validate()
+        .unwrap();
+        assert!(!c.auto_create_topics);
+        assert_eq!(c.kafka_max_frame_bytes, 4096);
+        let err = parse(&["--node-id", "n1", "--kafka-max-frame-bytes", "0"])
+            .validate()
+            .unwrap_err();
+        assert!(err.contains("--kafka-max-frame-bytes"), "{err}");
     }
 
     #[test]
