@@ -98,9 +98,13 @@ fn kcat(c: &Cluster, args: &[&str]) -> tokio::process::Command {
 }
 
 async fn create(client: &reqwest::Client, c: &Cluster, topic: &str) {
+    create_n(client, c, topic, 1).await
+}
+
+async fn create_n(client: &reqwest::Client, c: &Cluster, topic: &str, partitions: u32) {
     let r = client
         .post(format!("{}/v1/topics", c.url))
-        .json(&json!({"name": topic, "partitions": 1}))
+        .json(&json!({"name": topic, "partitions": partitions}))
         .send()
         .await
         .unwrap();
@@ -158,6 +162,24 @@ async fn kcat_produces_and_consumes() {
     assert_eq!(out, "15\n16\n17\n18\n19\n");
     let out = run(&mut kcat(&c, &["-C", "-t", "kc", "-o", "end", "-e", "-f", "%o\n"]), "").await;
     assert_eq!(out, "");
+
+    // Keyed records spread over three partitions (several per Produce request).
+    create_n(&client, &c, "kc3", 3).await;
+    let lines: String = (0..60).map(|i| format!("key{i}:v{i}\n")).collect();
+    run(&mut kcat(&c, &["-P", "-t", "kc3", "-K:"]), &lines).await;
+    let out = run(
+        &mut kcat(&c, &["-C", "-t", "kc3", "-o", "beginning", "-e", "-f", "%p|%k|%s\n"]),
+        "",
+    )
+    .await;
+    let mut got: Vec<&str> = out.lines().collect();
+    assert_eq!(got.len(), 60, "{out}");
+    let used: std::collections::BTreeSet<&str> = got.iter().map(|l| &l[..1]).collect();
+    assert!(used.len() > 1, "keys spread over partitions: {used:?}");
+    got.sort_by_key(|l| l[2..].to_string());
+    let mut want: Vec<String> = (0..60).map(|i| format!("key{i}|v{i}")).collect();
+    want.sort();
+    assert_eq!(got.iter().map(|l| l[2..].to_string()).collect::<Vec<_>>(), want);
 
     // A topic kcat names first is auto-created.
     run(&mut kcat(&c, &["-P", "-t", "kc-auto", "-K:"]), "a:1\n").await;
