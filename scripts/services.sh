@@ -167,10 +167,11 @@ cmd_install() {
     command -v npm >/dev/null || missing+=(npm)
     command -v curl >/dev/null || missing+=(curl)
     command -v python3 >/dev/null || missing+=(python3)
+    command -v kcat >/dev/null || missing+=(kcat)   # Kafka client tests (tests/kafka_clients.rs)
     if ((${#missing[@]})); then
         apt_install "${missing[@]}"
     else
-        say "ceph, java, npm, curl, python3: already installed"
+        say "ceph, java, npm, curl, python3, kcat: already installed"
     fi
 
     if ddb_jar >/dev/null; then
@@ -193,6 +194,17 @@ cmd_install() {
         python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --upgrade \
             --target "$SVC/python" boto3 >&2
         boto3_ok || die "boto3 installed but not importable"
+    fi
+
+    # kafka-python drives tests/kafka/kafka_python_roundtrip.py.
+    if PYTHONPATH=$(py_env) python3 -c 'import kafka' >/dev/null 2>&1; then
+        say "kafka-python: already importable"
+    else
+        if ! python3 -m pip --version >/dev/null 2>&1; then apt_install python3-pip; fi
+        say "pip install kafka-python into $SVC/python"
+        python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --upgrade \
+            --target "$SVC/python" kafka-python >&2
+        PYTHONPATH=$(py_env) python3 -c 'import kafka' >/dev/null 2>&1 || die "kafka-python installed but not importable"
     fi
     say "install: done"
 }

@@ -187,6 +187,16 @@ pub struct ReadResult {
     pub start_offset: Offset,
 }
 
+/// Stored RecordBatch v2 bytes for an offset range (the Kafka Fetch path).
+#[derive(Debug, Clone)]
+pub struct BatchRead {
+    /// Whole batches as stored; the first may start before the requested
+    /// offset, none reaches past the high watermark.
+    pub batches: Vec<bytes::Bytes>,
+    pub high_watermark: Offset,
+    pub start_offset: Offset,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ReadyStatus {
     pub ready: bool,
@@ -240,6 +250,33 @@ pub trait Engine: Send + Sync + 'static {
     /// is durable.
     async fn append(&self, topic: &str, partition: u32, records: Vec<Record>) -> ApiResult<Appended>;
     async fn read(&self, topic: &str, partition: u32, req: ReadRequest) -> ApiResult<ReadResult>;
+    /// Append one producer-encoded RecordBatch v2 (CRC-checked by the
+    /// caller) to a partition this node owns, assigning its offsets; returns
+    /// once durable. Never forwarded: Kafka clients go to the leader.
+    async fn append_batch(&self, topic: &str, partition: u32, batch: bytes::Bytes) -> ApiResult<Appended> {
+        let _ = (topic, partition, batch);
+        Err(ApiError::new(
+            ErrorCode::NotFound,
+            "raw batch appends are not supported here",
+        ))
+    }
+    /// Stored batches from `from` on, up to about `max_bytes` (at least one
+    /// batch when any exists), never past the high watermark; waits up to
+    /// `wait` when `from` is at the high watermark.
+    async fn read_batches(
+        &self,
+        topic: &str,
+        partition: u32,
+        from: Offset,
+        max_bytes: usize,
+        wait: Duration,
+    ) -> ApiResult<BatchRead> {
+        let _ = (topic, partition, from, max_bytes, wait);
+        Err(ApiError::new(
+            ErrorCode::NotFound,
+            "raw batch reads are not supported here",
+        ))
+    }
     fn ready(&self) -> ReadyStatus;
     fn nodes(&self) -> NodesInfo;
     /// Resolves when live reads must end (shutdown step 3).

@@ -48,9 +48,17 @@ pub struct ServeArgs {
     #[arg(long, env = "SLUICE_HTTP_ADDR", default_value = "0.0.0.0:8080")]
     pub http_addr: String,
 
-    /// Kafka listener (the Kafka protocol arrives in a later release; the address is advertised).
+    /// Kafka protocol listener.
     #[arg(long, env = "SLUICE_KAFKA_ADDR", default_value = "0.0.0.0:9092")]
     pub kafka_addr: String,
+
+    /// Largest Kafka request frame accepted; a longer frame closes its connection.
+    #[arg(long, env = "SLUICE_KAFKA_MAX_FRAME_BYTES", default_value_t = 100 * 1024 * 1024)]
+    pub kafka_max_frame_bytes: usize,
+
+    /// Create a topic (one partition) when a Kafka Metadata request names an unknown one.
+    #[arg(long, env = "SLUICE_AUTO_CREATE_TOPICS", default_value_t = true, action = clap::ArgAction::Set)]
+    pub auto_create_topics: bool,
 
     /// HTTP address other nodes and clients use to reach this node (default: the listener's).
     #[arg(long, env = "SLUICE_ADVERTISED_HTTP_ADDR")]
@@ -154,6 +162,8 @@ pub struct Config {
     pub kafka_addr: String,
     pub advertised_http_addr: String,
     pub advertised_kafka_addr: String,
+    pub kafka_max_frame_bytes: usize,
+    pub auto_create_topics: bool,
     pub heartbeat_interval: Duration,
     pub node_timeout_heartbeats: u64,
     pub lease_timeout_heartbeats: u64,
@@ -244,6 +254,7 @@ impl ServeArgs {
             ("--flush-bytes", self.flush_bytes),
             ("--max-record-bytes", self.max_record_bytes),
             ("--max-request-bytes", self.max_request_bytes),
+            ("--kafka-max-frame-bytes", self.kafka_max_frame_bytes),
         ] {
             if v == 0 {
                 return Err(format!("{flag} must be at least 1"));
@@ -323,6 +334,8 @@ impl ServeArgs {
                 .unwrap_or_else(|| advertised(&self.kafka_addr, &host)),
             http_addr: self.http_addr.clone(),
             kafka_addr: self.kafka_addr.clone(),
+            kafka_max_frame_bytes: self.kafka_max_frame_bytes,
+            auto_create_topics: self.auto_create_topics,
             heartbeat_interval: Duration::from_secs(hb),
             node_timeout_heartbeats: crate::meta::liveness::heartbeats_for(self.node_timeout_sec, hb),
             lease_timeout_heartbeats: crate::meta::liveness::heartbeats_for(lease, hb),
@@ -372,6 +385,28 @@ mod tests {
         assert!(c.object_store.starts_with("file:///") && c.object_store.ends_with("sluice-data/objects"));
         assert_eq!(c.wal_store, c.object_store);
         assert!(c.metadata.ends_with("sluice-data/meta"));
+        assert_eq!(c.kafka_max_frame_bytes, 100 << 20);
+        assert!(c.auto_create_topics);
+    }
+
+    #[test]
+    fn kafka_flags_parse() {
+        let c = parse(&[
+            "--node-id",
+            "n1",
+            "--auto-create-topics",
+            "false",
+            "--kafka-max-frame-bytes",
+            "4096",
+        ])
+        .validate()
+        .unwrap();
+        assert!(!c.auto_create_topics);
+        assert_eq!(c.kafka_max_frame_bytes, 4096);
+        let err = parse(&["--node-id", "n1", "--kafka-max-frame-bytes", "0"])
+            .validate()
+            .unwrap_err();
+        assert!(err.contains("--kafka-max-frame-bytes"), "{err}");
     }
 
     #[test]

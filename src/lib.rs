@@ -25,6 +25,7 @@ pub mod config;
 pub mod format;
 pub mod http;
 pub mod ids;
+pub mod kafka;
 pub mod meta;
 pub mod node;
 pub mod server;

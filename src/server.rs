@@ -20,33 +20,52 @@ pub async fn serve(config: Config) -> anyhow::Result<Exit> {
     let listener = TcpListener::bind(&config.http_addr)
         .await
         .map_err(|e| anyhow::anyhow!("cannot listen on --http-addr {}: {e}", config.http_addr))?;
+    let kafka = TcpListener::bind(&config.kafka_addr)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot listen on --kafka-addr {}: {e}", config.kafka_addr))?;
     let mut config = config;
     if config.http_addr.ends_with(":0") {
         // An ephemeral port is advertised as bound.
         config.advertised_http_addr = listener.local_addr()?.to_string();
     }
+    if config.kafka_addr.ends_with(":0") {
+        config.advertised_kafka_addr = kafka.local_addr()?.to_string();
+    }
     let node = Node::start(config).await?;
     tracing::info!(addr = %listener.local_addr()?, node = %node.id, epoch = %node.epoch, "serving HTTP");
-    run(node, listener).await
+    tracing::info!(addr = %kafka.local_addr()?, advertised = %node.config.advertised_kafka_addr, "serving Kafka");
+    run(node, listener, Some(kafka)).await
 }
 
-/// Serve `node` on `listener` until a signal or a fence.
-pub async fn run(node: Arc<Node>, listener: TcpListener) -> anyhow::Result<Exit> {
+/// Serve `node` on `listener` (HTTP) and `kafka` until a signal or a fence.
+pub async fn run(node: Arc<Node>, listener: TcpListener, kafka: Option<TcpListener>) -> anyhow::Result<Exit> {
     let app = crate::http::router(node.clone());
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(async move {
+    let (kafka_stop_tx, kafka_stop_rx) = tokio::sync::watch::channel(false);
+    let kafka = kafka.map(|l| {
+        let opts = crate::kafka::Options::from_config(&node.config);
+        tokio::spawn(crate::kafka::serve(node.clone(), l, opts, kafka_stop_rx))
+    });
+    let http = tokio::spawn(async move {
         axum::serve(listener, app)
             .with_graceful_shutdown(async {
                 let _ = stop_rx.await;
             })
             .await
     });
+    let server = async move {
+        let _ = http.await;
+        if let Some(k) = kafka {
+            let _ = k.await;
+        }
+    };
     let mut phase = node.watch_phase();
     tokio::select! {
         _ = shutdown_signal() => {
             let stopped = async move {
                 let _ = stop_tx.send(());
-                let _ = server.await;
+                let _ = kafka_stop_tx.send(true);
+                server.await;
             };
             node.shutdown(stopped).await;
             Ok(Exit::Stopped)

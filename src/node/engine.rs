@@ -141,6 +141,64 @@ impl Node {
     }
 }
 
+impl Node {
+    async fn read_batches_once(&self, stream: StreamId, from: Offset, max_bytes: usize) -> ApiResult<BatchRead> {
+        let (start, committed_end, chunks, open_elsewhere) = {
+            let view = self.meta.view();
+            let row = view.streams.get(&stream).ok_or_else(|| self.not_here(stream))?;
+            let elsewhere = !matches!(row.state, StreamState::Closed)
+                && !matches!(&row.state, StreamState::Open { node, node_epoch } if node == &self.id && *node_epoch == self.epoch);
+            (row.start, row.committed_end, row.chunks.clone(), elsewhere)
+        };
+        let local = self.open_stream(stream);
+        let hw = match &local {
+            Some(s) => s.high_watermark(),
+            None if open_elsewhere => return Err(self.not_here(stream)),
+            None => committed_end,
+        };
+        if from < start || from > hw {
+            return Err(ApiError {
+                code: ErrorCode::OffsetOutOfRange,
+                message: format!("offset {} is outside {}..{} of stream {stream}", from.0, start.0, hw.0),
+                start_offset: Some(start),
+            });
+        }
+        let mut out = BatchRead {
+            batches: Vec::new(),
+            high_watermark: hw,
+            start_offset: start,
+        };
+        if from == hw {
+            return Ok(out);
+        }
+        if let Some(s) = &local {
+            if let Some(b) = s.read_tail_batches(from, hw, max_bytes) {
+                out.batches = b;
+                return Ok(out);
+            }
+        }
+        let (mut batches, next) = self.reader.read_batches(&chunks, from, max_bytes).await?;
+        if let Some(s) = &local {
+            let used: usize = batches.iter().map(|b| b.len()).sum();
+            if used < max_bytes && next < hw {
+                if let Some(more) = s.read_tail_batches(next, hw, max_bytes - used) {
+                    let room = max_bytes - used;
+                    let mut taken = 0;
+                    for b in more {
+                        if (!batches.is_empty() || taken > 0) && taken + b.len() > room {
+                            break;
+                        }
+                        taken += b.len();
+                        batches.push(b);
+                    }
+                }
+            }
+        }
+        out.batches = batches;
+        Ok(out)
+    }
+}
+
 #[async_trait]
 impl Engine for Node {
     fn limits(&self) -> Limits {
@@ -330,6 +388,57 @@ impl Engine for Node {
             _ = self.live_reads_ended() => return Err(ApiError::unavailable("node is shutting down")),
         }
         Ok(self.read_once(stream, from, &req).await?.0)
+    }
+
+    async fn append_batch(&self, topic: &str, partition: u32, batch: bytes::Bytes) -> ApiResult<Appended> {
+        let stream = self.resolve(topic, partition)?;
+        if self.phase() != Phase::Ready {
+            return Err(ApiError::unavailable(format!("node is {}", self.phase().as_str())));
+        }
+        let s = self.open_stream(stream).ok_or_else(|| self.not_here(stream))?;
+        let started = tokio::time::Instant::now();
+        let result = s.append_batch(&self.wal, &batch).await;
+        let outcome = if result.is_ok() { "ok" } else { "error" };
+        crate::telemetry::observe("append_seconds", &[("outcome", outcome)], started.elapsed());
+        if let Ok(a) = &result {
+            crate::telemetry::count_n("appended_records_total", &[], u64::from(a.count));
+        }
+        result
+    }
+
+    async fn read_batches(
+        &self,
+        topic: &str,
+        partition: u32,
+        from: Offset,
+        max_bytes: usize,
+        wait: std::time::Duration,
+    ) -> ApiResult<BatchRead> {
+        let stream = self.resolve(topic, partition)?;
+        self.check_serving()?;
+        let first = self.read_batches_once(stream, from, max_bytes).await?;
+        if !first.batches.is_empty() || wait.is_zero() {
+            return Ok(first);
+        }
+        let deadline = tokio::time::Instant::now() + wait.min(self.config.max_wait);
+        let s = loop {
+            let mut applied = self.meta.subscribe();
+            if let Some(s) = self.open_stream(stream) {
+                break s;
+            }
+            tokio::select! {
+                _ = applied.changed() => {}
+                _ = tokio::time::sleep_until(deadline) => return Ok(first),
+                _ = self.live_reads_ended() => return Err(ApiError::unavailable("node is shutting down")),
+            }
+        };
+        let mut hw = s.watch_high_watermark();
+        tokio::select! {
+            _ = hw.wait_for(|h| *h > from) => {}
+            _ = tokio::time::sleep_until(deadline) => return Ok(first),
+            _ = self.live_reads_ended() => return Err(ApiError::unavailable("node is shutting down")),
+        }
+        self.read_batches_once(stream, from, max_bytes).await
     }
 
     fn ready(&self) -> ReadyStatus {

@@ -100,13 +100,47 @@ impl OpenStream {
         }
         let count = u32::try_from(records.len()).map_err(|_| ApiError::invalid("too many records in one append"))?;
         let max_timestamp = records.iter().map(|r| r.timestamp_ms).max().unwrap_or(0);
+        self.append_encoded(wal, count, max_timestamp, |base| encode_batch(base, records))
+            .await
+    }
+
+    /// Append one RecordBatch v2 a producer encoded (validated by the
+    /// caller with [`super::batch::parse_batch`]): its base offset is
+    /// rewritten to the next offset and its partition leader epoch to the
+    /// stream epoch; the bytes are otherwise stored as sent.
+    pub async fn append_batch(&self, wal: &WalWriter, batch: &[u8]) -> Result<Appended, ApiError> {
+        let info = super::batch::parse_batch(&format!("batch for {}", self.id), batch)
+            .map_err(|e| ApiError::invalid(e.to_string()))?;
+        if info.batch_len != batch.len() {
+            return Err(ApiError::invalid("exactly one record batch per append"));
+        }
+        let count = info.last_offset_delta + 1;
+        let epoch = i32::try_from(self.epoch.get()).unwrap_or(i32::MAX);
+        self.append_encoded(wal, count, info.max_timestamp, |base| {
+            let mut bytes = bytes::BytesMut::from(batch);
+            super::batch::set_base_offset(&mut bytes, base);
+            super::batch::set_leader_epoch(&mut bytes, epoch);
+            bytes.freeze()
+        })
+        .await
+    }
+
+    /// Assign `count` offsets to the batch `encode` builds at its base
+    /// offset, join the WAL, and wait until durable.
+    async fn append_encoded(
+        &self,
+        wal: &WalWriter,
+        count: u32,
+        max_timestamp: i64,
+        encode: impl FnOnce(Offset) -> Bytes,
+    ) -> Result<Appended, ApiError> {
         let (base, end, ack) = {
             let mut inner = self.inner.lock().unwrap();
             if !inner.accepting {
                 return Err(ApiError::unavailable(format!("stream {} is closing", self.id)));
             }
             let base = inner.next;
-            let batch = encode_batch(base, records);
+            let batch = encode(base);
             let reserved = batch.len();
             if !self.budget.try_reserve(reserved) {
                 return Err(ApiError::new(
@@ -215,6 +249,31 @@ impl OpenStream {
             }
         }
         Some(Ok(out))
+    }
+
+    /// The stored batches holding offsets from `from` on, below `below`
+    /// (capped at the current high watermark), up to about `max_bytes`
+    /// (the first batch is returned even if larger). `None` means "older
+    /// than the tail: read the data objects".
+    pub fn read_tail_batches(&self, from: Offset, below: Offset, max_bytes: usize) -> Option<Vec<Bytes>> {
+        let hw = self.high_watermark().min(below);
+        let inner = self.inner.lock().unwrap();
+        let first = inner.tail.front().map_or(inner.next, |b| b.base);
+        if from < first {
+            return None;
+        }
+        let mut out = Vec::new();
+        let mut bytes = 0;
+        // Appends become durable in order, so a batch starting below the
+        // high watermark ends at or below it.
+        for b in inner.tail.iter().filter(|b| b.end > from && b.end <= hw) {
+            if !out.is_empty() && bytes + b.bytes.len() > max_bytes {
+                break;
+            }
+            bytes += b.bytes.len();
+            out.push(b.bytes.clone());
+        }
+        Some(out)
     }
 
     /// Stop accepting appends (closing, transfer, fencing).

@@ -99,6 +99,46 @@ impl ChunkReader {
         Ok(bytes)
     }
 
+    /// The stored batches holding offsets from `from` on out of `chunks`
+    /// (ordered by offset), as they are in the data objects, up to about
+    /// `max_bytes` (the first batch is returned even if larger).
+    pub async fn read_batches(
+        &self,
+        chunks: &[IndexedChunk],
+        from: Offset,
+        max_bytes: usize,
+    ) -> Result<(Vec<Bytes>, Offset), ApiError> {
+        let first = chunks.partition_point(|c| c.end <= from);
+        let mut out: Vec<Bytes> = Vec::new();
+        let mut bytes = 0usize;
+        let mut next = from;
+        for (i, chunk) in chunks.iter().enumerate().skip(first) {
+            let data = self.fetch(chunk).await?;
+            if let Some(next) = chunks.get(i + 1) {
+                let (this, next) = (self.clone(), next.clone());
+                tokio::spawn(async move {
+                    let _ = this.fetch(&next).await;
+                });
+            }
+            let mut pos = 0;
+            for batch in batches(&chunk.key, &data) {
+                let (info, raw) = batch.map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?;
+                let at = pos;
+                pos += raw.len();
+                if info.end_offset() <= from {
+                    continue;
+                }
+                if !out.is_empty() && bytes + raw.len() > max_bytes {
+                    return Ok((out, next));
+                }
+                bytes += raw.len();
+                next = info.end_offset();
+                out.push(data.slice(at..pos));
+            }
+        }
+        Ok((out, next))
+    }
+
     /// Records from `from` on out of `chunks` (ordered by offset), bounded
     /// by `limit` and `max_bytes` (at least one record when any exists).
     pub async fn read(

@@ -1,0 +1,689 @@
+//! The Kafka wire protocol front door: a TCP listener, bounded framing, and
+//! handlers for ApiVersions, Metadata, Produce, Fetch and ListOffsets over
+//! the [`Engine`].
+//!
+//! Requests are decoded by this module's own bounded decoders
+//! ([`wire::Reader`]): every array count and string length is checked
+//! against the bytes left in the frame before anything is allocated, so a
+//! lying frame closes its own connection and nothing else. (The
+//! `kafka-protocol` crate sizes allocations from wire counts; see
+//! docs/kafka.md.)
+
+pub mod proto;
+pub mod wire;
+
+use crate::api::{ApiError, Engine, ErrorCode};
+use crate::ids::Offset;
+use bytes::Bytes;
+use proto::*;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use wire::{DecodeError, Reader, Writer};
+
+/// Kafka error codes used here.
+pub mod code {
+    pub const NONE: i16 = 0;
+    pub const OFFSET_OUT_OF_RANGE: i16 = 1;
+    pub const CORRUPT_MESSAGE: i16 = 2;
+    pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+    pub const LEADER_NOT_AVAILABLE: i16 = 5;
+    pub const NOT_LEADER_OR_FOLLOWER: i16 = 6;
+    pub const MESSAGE_TOO_LARGE: i16 = 10;
+    pub const INVALID_TOPIC_EXCEPTION: i16 = 17;
+    pub const INVALID_REQUIRED_ACKS: i16 = 21;
+    pub const UNSUPPORTED_VERSION: i16 = 35;
+    pub const INVALID_REQUEST: i16 = 42;
+    pub const UNSUPPORTED_COMPRESSION_TYPE: i16 = 76;
+    pub const FENCED_LEADER_EPOCH: i16 = 74;
+    pub const UNKNOWN_LEADER_EPOCH: i16 = 75;
+    pub const INVALID_RECORD: i16 = 87;
+    pub const THROTTLING_QUOTA_EXCEEDED: i16 = 89;
+    pub const UNKNOWN_SERVER_ERROR: i16 = -1;
+}
+
+/// Listener options (from `Config`).
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    pub max_frame_bytes: usize,
+    pub auto_create_topics: bool,
+}
+
+impl Options {
+    pub fn from_config(c: &crate::config::Config) -> Self {
+        Self {
+            max_frame_bytes: c.kafka_max_frame_bytes,
+            auto_create_topics: c.auto_create_topics,
+        }
+    }
+}
+
+/// The Kafka error code for an engine error.
+pub fn error_code(e: &ApiError) -> i16 {
+    match e.code {
+        ErrorCode::TopicNotFound | ErrorCode::PartitionNotFound => code::UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode::Unavailable => code::NOT_LEADER_OR_FOLLOWER,
+        ErrorCode::OffsetOutOfRange => code::OFFSET_OUT_OF_RANGE,
+        ErrorCode::RecordTooLarge | ErrorCode::RequestTooLarge => code::MESSAGE_TOO_LARGE,
+        ErrorCode::Throttled => code::THROTTLING_QUOTA_EXCEEDED,
+        ErrorCode::InvalidTopicName => code::INVALID_TOPIC_EXCEPTION,
+        ErrorCode::InvalidRequest | ErrorCode::InvalidOffset | ErrorCode::InvalidJson => code::INVALID_REQUEST,
+        _ => code::UNKNOWN_SERVER_ERROR,
+    }
+}
+
+/// The Kafka broker id of a Sluice node: a stable hash of its id.
+pub fn broker_id(node: &str) -> i32 {
+    (crc32c::crc32c(node.as_bytes()) & 0x7fff_ffff) as i32
+}
+
+/// Serve Kafka clients on `listener` until `stop` turns true; then stop
+/// accepting, close idle connections, and wait (bounded) for requests in
+/// flight.
+pub async fn serve(engine: Arc<dyn Engine>, listener: TcpListener, opts: Options, stop: watch::Receiver<bool>) {
+    let mut conns = tokio::task::JoinSet::new();
+    let mut stopping = stop.clone();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((socket, peer)) => {
+                    let _ = socket.set_nodelay(true);
+                    let (engine, stop) = (engine.clone(), stop.clone());
+                    conns.spawn(async move {
+                        if let Err(e) = connection(engine, opts, socket, stop).await {
+                            tracing::info!(%peer, error = %e, "kafka connection closed");
+                        }
+                    });
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "kafka accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+            _ = stopped(&mut stopping) => break,
+        }
+    }
+    drop(listener);
+    let drained = async { while conns.join_next().await.is_some() {} };
+    if tokio::time::timeout(Duration::from_secs(5), drained).await.is_err() {
+        conns.shutdown().await;
+    }
+}
+
+/// Resolves once `stop` is true (or its sender is gone).
+async fn stopped(stop: &mut watch::Receiver<bool>) {
+    let _ = stop.wait_for(|s| *s).await;
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConnError {
+    #[error("i/o: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("frame length {0} outside {1}..={2}")]
+    FrameLength(i64, usize, usize),
+    #[error("connection closed mid-frame ({got} of {want} bytes)")]
+    Truncated { got: usize, want: usize },
+    #[error(transparent)]
+    Decode(#[from] DecodeError),
+}
+
+/// Reads one size-prefixed frame; `None` at a clean end of stream. The body
+/// buffer grows as bytes arrive: a claimed length is never allocated up front.
+pub async fn read_frame<R: AsyncRead + Unpin>(r: &mut R, max_frame_bytes: usize) -> Result<Option<Bytes>, ConnError> {
+    let mut len = [0u8; 4];
+    let mut got = 0;
+    while got < 4 {
+        let n = r.read(&mut len[got..]).await?;
+        if n == 0 {
+            return if got == 0 {
+                Ok(None)
+            } else {
+                Err(ConnError::Truncated { got, want: 4 })
+            };
+        }
+        got += n;
+    }
+    let len = i32::from_be_bytes(len);
+    let want = match usize::try_from(len) {
+        Ok(n) if (HEADER_MIN..=max_frame_bytes).contains(&n) => n,
+        _ => return Err(ConnError::FrameLength(len.into(), HEADER_MIN, max_frame_bytes)),
+    };
+    let mut body = Vec::with_capacity(want.min(64 * 1024));
+    r.take(want as u64).read_to_end(&mut body).await?;
+    if body.len() != want {
+        return Err(ConnError::Truncated { got: body.len(), want });
+    }
+    Ok(Some(Bytes::from(body)))
+}
+
+async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
+    engine: Arc<dyn Engine>,
+    opts: Options,
+    socket: S,
+    mut stop: watch::Receiver<bool>,
+) -> Result<(), ConnError> {
+    let (mut rd, mut wr) = tokio::io::split(socket);
+    loop {
+        let frame = tokio::select! {
+            f = read_frame(&mut rd, opts.max_frame_bytes) => f?,
+            _ = stopped(&mut stop) => return Ok(()),
+        };
+        let Some(frame) = frame else { return Ok(()) };
+        let api = api_name(&frame);
+        let started = tokio::time::Instant::now();
+        let handled = handle(engine.as_ref(), opts, frame).await;
+        let outcome = if handled.is_ok() { "ok" } else { "malformed" };
+        crate::telemetry::observe(
+            "kafka_request_seconds",
+            &[("api", api), ("outcome", outcome)],
+            started.elapsed(),
+        );
+        if let Some(response) = handled? {
+            let len = u32::try_from(response.len()).unwrap_or(u32::MAX);
+            wr.write_all(&len.to_be_bytes()).await?;
+            wr.write_all(&response).await?;
+            wr.flush().await?;
+        }
+    }
+}
+
+/// The metrics label of a request frame's API.
+fn api_name(frame: &[u8]) -> &'static str {
+    match frame.get(..2).map(|k| i16::from_be_bytes([k[0], k[1]])) {
+        Some(PRODUCE) => "produce",
+        Some(FETCH) => "fetch",
+        Some(LIST_OFFSETS) => "list_offsets",
+        Some(METADATA) => "metadata",
+        Some(API_VERSIONS) => "api_versions",
+        _ => "other",
+    }
+}
+
+/// Handles one request frame: the response frame body (header included),
+/// `None` when the request wants no response (acks=0), or an error that
+/// closes the connection (a frame that does not decode).
+pub async fn handle(engine: &dyn Engine, opts: Options, frame: Bytes) -> Result<Option<Bytes>, DecodeError> {
+    let mut peek = Reader::new(frame.clone());
+    let key = peek.i16()?;
+    let version = peek.i16()?;
+    let correlation_id = peek.i32()?;
+    let mut w = Writer::default();
+    w.i32(correlation_id); // response header v0 (ApiVersions always uses v0)
+    if !supported(key, version) {
+        if key == API_VERSIONS {
+            // Answered in v0, so any client can read which versions exist.
+            encode_api_versions(&mut w, 0, code::UNSUPPORTED_VERSION);
+        } else {
+            w.i16(code::UNSUPPORTED_VERSION);
+        }
+        tracing::debug!(key, version, "unsupported kafka request");
+        return Ok(Some(w.buf.freeze()));
+    }
+    let mut r = Reader::new(frame);
+    let header = decode_header(&mut r)?;
+    match key {
+        API_VERSIONS => {
+            decode_api_versions(&mut r, version)?;
+            encode_api_versions(&mut w, version, code::NONE);
+        }
+        METADATA => {
+            let req = decode_metadata(&mut r, version)?;
+            metadata(engine, opts, version, req, &mut w).await;
+        }
+        PRODUCE => {
+            let req = decode_produce(&mut r, version)?;
+            let acks = req.acks;
+            let topics = produce(engine, req).await;
+            if acks == 0 {
+                return Ok(None);
+            }
+            encode_produce(&mut w, version, &topics);
+        }
+        FETCH => {
+            let req = decode_fetch(&mut r, version)?;
+            let topics = fetch(engine, req).await;
+            encode_fetch(&mut w, version, &topics);
+        }
+        LIST_OFFSETS => {
+            let req = decode_list_offsets(&mut r, version)?;
+            let topics = list_offsets(engine, req).await;
+            encode_list_offsets(&mut w, version, &topics);
+        }
+        _ => unreachable!("supported() admits only the keys above"),
+    }
+    tracing::trace!(key, version, client = ?header.client_id, "kafka request answered");
+    Ok(Some(w.buf.freeze()))
+}
+
+// ------------------------------------------------------------ Metadata
+
+fn split_addr(addr: &str) -> (String, i32) {
+    match addr.rsplit_once(':') {
+        Some((host, port)) => (
+            host.trim_start_matches('[').trim_end_matches(']').to_string(),
+            port.parse().unwrap_or(9092),
+        ),
+        None => (addr.to_string(), 9092),
+    }
+}
+
+async fn metadata(engine: &dyn Engine, opts: Options, version: i16, req: MetadataRequest, w: &mut Writer) {
+    let nodes = engine.nodes();
+    let live: Vec<&crate::api::NodeInfo> = nodes.nodes.iter().filter(|n| n.live && !n.fenced).collect();
+    let brokers: Vec<Broker> = live
+        .iter()
+        .map(|n| {
+            let (host, port) = split_addr(&n.kafka_addr);
+            Broker {
+                node_id: broker_id(&n.node_id),
+                host,
+                port,
+            }
+        })
+        .collect();
+    let controller = nodes
+        .lease_holder
+        .as_deref()
+        .map(broker_id)
+        .unwrap_or_else(|| broker_id(&engine.ready().node_id));
+    let (names, named) = match req.topics {
+        Some(t) => (t, true),
+        None => (engine.list_topics().into_iter().map(|t| t.name).collect(), false),
+    };
+    let mut topics = Vec::with_capacity(names.len());
+    for name in names {
+        let error = |error_code| MetadataTopic {
+            error_code,
+            name: name.clone(),
+            partitions: Vec::new(),
+        };
+        let topic = match engine.describe_topic(&name) {
+            Ok(d) => MetadataTopic {
+                error_code: code::NONE,
+                name: name.clone(),
+                partitions: d
+                    .partition_info
+                    .iter()
+                    .map(|p| {
+                        let leader = p
+                            .owner
+                            .as_deref()
+                            .filter(|o| p.state == "open" && live.iter().any(|n| n.node_id == *o))
+                            .map(broker_id);
+                        MetadataPartition {
+                            error_code: if leader.is_some() {
+                                code::NONE
+                            } else {
+                                code::LEADER_NOT_AVAILABLE
+                            },
+                            partition: p.partition as i32,
+                            leader: leader.unwrap_or(-1),
+                            leader_epoch: i32::try_from(p.stream_epoch.get()).unwrap_or(i32::MAX),
+                        }
+                    })
+                    .collect(),
+            },
+            Err(e) if e.code == ErrorCode::TopicNotFound => {
+                if named && opts.auto_create_topics && req.allow_auto_topic_creation {
+                    match engine.create_topic(&name, 1, Default::default()).await {
+                        Ok(_) => error(code::LEADER_NOT_AVAILABLE),
+                        Err(e) if e.code == ErrorCode::TopicExists => error(code::LEADER_NOT_AVAILABLE),
+                        Err(e) if e.code == ErrorCode::InvalidTopicName => error(code::INVALID_TOPIC_EXCEPTION),
+                        Err(e) => {
+                            tracing::info!(topic = %name, error = %e, "auto-create failed");
+                            error(code::LEADER_NOT_AVAILABLE)
+                        }
+                    }
+                } else {
+                    error(code::UNKNOWN_TOPIC_OR_PARTITION)
+                }
+            }
+            Err(e) => error(error_code(&e)),
+        };
+        topics.push(topic);
+    }
+    encode_metadata(w, version, &brokers, controller, "sluice", &topics);
+}
+
+// ------------------------------------------------------------ Produce
+
+async fn produce(engine: &dyn Engine, req: ProduceRequest) -> Vec<(String, Vec<ProducePartitionResponse>)> {
+    let request_error = if req.transactional_id.is_some() {
+        Some((code::INVALID_REQUEST, "transactions are not supported"))
+    } else if !matches!(req.acks, -1..=1) {
+        Some((code::INVALID_REQUIRED_ACKS, "acks must be -1, 0 or 1"))
+    } else {
+        None
+    };
+    let mut out = Vec::with_capacity(req.topics.len());
+    for (topic, parts) in req.topics {
+        let answers = futures::future::join_all(parts.into_iter().map(|(partition, records)| {
+            let topic = topic.clone();
+            async move {
+                if let Some((error_code, message)) = request_error {
+                    return produce_error(partition, error_code, message.to_string());
+                }
+                produce_partition(engine, &topic, partition, records).await
+            }
+        }))
+        .await;
+        out.push((topic, answers));
+    }
+    out
+}
+
+fn produce_error(partition: i32, error_code: i16, message: String) -> ProducePartitionResponse {
+    ProducePartitionResponse {
+        partition,
+        error_code,
+        base_offset: -1,
+        log_start_offset: -1,
+        error_message: Some(message),
+    }
+}
+
+/// Validates every batch of one partition's records (nothing is appended
+/// unless all are valid), then appends them in order.
+pub async fn produce_partition(
+    engine: &dyn Engine,
+    topic: &str,
+    partition: i32,
+    records: Option<Bytes>,
+) -> ProducePartitionResponse {
+    let fail = |error_code, message: String| produce_error(partition, error_code, message);
+    let Ok(p) = u32::try_from(partition) else {
+        return fail(code::UNKNOWN_TOPIC_OR_PARTITION, format!("partition {partition}"));
+    };
+    let records = match records {
+        Some(r) if !r.is_empty() => r,
+        _ => return fail(code::CORRUPT_MESSAGE, "no records".into()),
+    };
+    let limits = engine.limits();
+    if records.len() > limits.max_request_bytes {
+        return fail(
+            code::MESSAGE_TOO_LARGE,
+            format!(
+                "{} bytes of records (limit {})",
+                records.len(),
+                limits.max_request_bytes
+            ),
+        );
+    }
+    let mut to_append = Vec::new();
+    for batch in crate::stream::batch::batches("produce", &records) {
+        let (info, raw) = match batch {
+            Ok(b) => b,
+            Err(e) => return fail(code::CORRUPT_MESSAGE, e.to_string()),
+        };
+        if info.compression != 0 {
+            return fail(
+                code::UNSUPPORTED_COMPRESSION_TYPE,
+                "compressed batches are not supported yet".into(),
+            );
+        }
+        if info.is_transactional || info.is_control {
+            return fail(code::INVALID_RECORD, "transactional batches are not supported".into());
+        }
+        match crate::stream::batch::decode_records("produce", raw) {
+            Ok(rs) => {
+                if let Some(big) = rs
+                    .iter()
+                    .map(|(_, r)| crate::stream::partition::record_size(r))
+                    .find(|&n| n > limits.max_record_bytes)
+                {
+                    return fail(
+                        code::MESSAGE_TOO_LARGE,
+                        format!("a {big}-byte record (limit {})", limits.max_record_bytes),
+                    );
+                }
+            }
+            Err(e) => return fail(code::CORRUPT_MESSAGE, e.to_string()),
+        }
+        to_append.push(records.slice_ref(raw));
+    }
+    let mut base = None;
+    for batch in to_append {
+        match engine.append_batch(topic, p, batch).await {
+            Ok(a) => {
+                base.get_or_insert(a.base);
+            }
+            Err(e) => return fail(error_code(&e), e.message),
+        }
+    }
+    ProducePartitionResponse {
+        partition,
+        error_code: code::NONE,
+        base_offset: base.map_or(-1, |b| b.get() as i64),
+        log_start_offset: -1,
+        error_message: None,
+    }
+}
+
+// ------------------------------------------------------------ Fetch
+
+/// A request's current leader epoch (-1 = not given) against the stream
+/// epoch: older → `FENCED_LEADER_EPOCH`, newer → `UNKNOWN_LEADER_EPOCH`.
+pub fn check_leader_epoch(requested: i32, stream_epoch: u64) -> Option<i16> {
+    let requested = u64::try_from(requested).ok()?;
+    match requested.cmp(&stream_epoch) {
+        std::cmp::Ordering::Less => Some(code::FENCED_LEADER_EPOCH),
+        std::cmp::Ordering::Greater => Some(code::UNKNOWN_LEADER_EPOCH),
+        std::cmp::Ordering::Equal => None,
+    }
+}
+
+fn stream_epoch(engine: &dyn Engine, topic: &str, partition: u32) -> Option<u64> {
+    let d = engine.describe_topic(topic).ok()?;
+    let p = d.partition_info.iter().find(|p| p.partition == partition)?;
+    Some(p.stream_epoch.get())
+}
+
+fn fetch_error(partition: i32, error_code: i16) -> FetchPartitionResponse {
+    FetchPartitionResponse {
+        partition,
+        error_code,
+        high_watermark: -1,
+        log_start_offset: -1,
+        batches: Vec::new(),
+    }
+}
+
+async fn fetch_pass(engine: &dyn Engine, req: &FetchRequest) -> Vec<(String, Vec<FetchPartitionResponse>)> {
+    let mut budget = usize::try_from(req.max_bytes).unwrap_or(0);
+    let mut any = false;
+    let mut out = Vec::with_capacity(req.topics.len());
+    for (topic, parts) in &req.topics {
+        let mut answers = Vec::with_capacity(parts.len());
+        for fp in parts {
+            let (Ok(p), Ok(from)) = (u32::try_from(fp.partition), u64::try_from(fp.fetch_offset)) else {
+                answers.push(fetch_error(fp.partition, code::UNKNOWN_TOPIC_OR_PARTITION));
+                continue;
+            };
+            if fp.current_leader_epoch >= 0 {
+                let epoch = stream_epoch(engine, topic, p);
+                if let Some(error) = epoch.and_then(|e| check_leader_epoch(fp.current_leader_epoch, e)) {
+                    answers.push(fetch_error(fp.partition, error));
+                    continue;
+                }
+            }
+            let max = usize::try_from(fp.partition_max_bytes).unwrap_or(0).min(budget);
+            match engine.read_batches(topic, p, Offset(from), max, Duration::ZERO).await {
+                Ok(read) => {
+                    let mut batches = read.batches;
+                    if any && max == 0 {
+                        batches.clear(); // the response is full
+                    }
+                    let n: usize = batches.iter().map(|b| b.len()).sum();
+                    any |= n > 0;
+                    budget = budget.saturating_sub(n);
+                    answers.push(FetchPartitionResponse {
+                        partition: fp.partition,
+                        error_code: code::NONE,
+                        high_watermark: read.high_watermark.get() as i64,
+                        log_start_offset: read.start_offset.get() as i64,
+                        batches,
+                    });
+                }
+                Err(e) => {
+                    let mut a = fetch_error(fp.partition, error_code(&e));
+                    if let Some(start) = e.start_offset {
+                        a.log_start_offset = start.get() as i64;
+                    }
+                    answers.push(a);
+                }
+            }
+        }
+        out.push((topic.clone(), answers));
+    }
+    out
+}
+
+async fn fetch(engine: &dyn Engine, req: FetchRequest) -> Vec<(String, Vec<FetchPartitionResponse>)> {
+    let first = fetch_pass(engine, &req).await;
+    let bytes: usize = first
+        .iter()
+        .flat_map(|(_, ps)| ps.iter())
+        .flat_map(|p| p.batches.iter())
+        .map(|b| b.len())
+        .sum();
+    let wait = Duration::from_millis(u64::try_from(req.max_wait_ms).unwrap_or(0)).min(engine.limits().max_wait);
+    let errors = first
+        .iter()
+        .flat_map(|(_, ps)| ps.iter())
+        .any(|p| p.error_code != code::NONE);
+    // Answer at once with enough bytes, on any error, or when asked not to wait.
+    if wait.is_zero() || errors || bytes >= usize::try_from(req.min_bytes).unwrap_or(0) {
+        return first;
+    }
+    // Nothing yet: wait until any partition that had nothing gets records,
+    // or the wait runs out, then answer with a fresh pass.
+    let mut waits = Vec::new();
+    for (topic, parts) in &first {
+        for a in parts
+            .iter()
+            .filter(|a| a.error_code == code::NONE && a.batches.is_empty())
+        {
+            let from = req
+                .topics
+                .iter()
+                .find(|(t, _)| t == topic)
+                .and_then(|(_, ps)| ps.iter().find(|p| p.partition == a.partition))
+                .map_or(0, |p| p.fetch_offset.max(0) as u64);
+            let topic = topic.clone();
+            let partition = a.partition as u32;
+            waits.push(Box::pin(async move {
+                let _ = engine.read_batches(&topic, partition, Offset(from), 1, wait).await;
+            }));
+        }
+    }
+    if waits.is_empty() {
+        tokio::time::sleep(wait).await;
+    } else {
+        futures::future::select_all(waits).await;
+    }
+    fetch_pass(engine, &req).await
+}
+
+// ------------------------------------------------------------ ListOffsets
+
+const EARLIEST: i64 = -2;
+const LATEST: i64 = -1;
+
+async fn list_offsets(
+    engine: &dyn Engine,
+    req: ListOffsetsRequest,
+) -> Vec<(String, Vec<ListOffsetsPartitionResponse>)> {
+    let me = engine.ready().node_id;
+    let mut out = Vec::with_capacity(req.topics.len());
+    for (topic, parts) in req.topics {
+        let described = engine.describe_topic(&topic);
+        let mut answers = Vec::with_capacity(parts.len());
+        for (partition, requested_epoch, timestamp) in parts {
+            let fail = |error_code| ListOffsetsPartitionResponse {
+                partition,
+                error_code,
+                timestamp: -1,
+                offset: -1,
+                leader_epoch: -1,
+            };
+            let info = match &described {
+                Ok(d) => d
+                    .partition_info
+                    .iter()
+                    .find(|p| i64::from(p.partition) == i64::from(partition)),
+                Err(_) => None,
+            };
+            let Some(info) = info else {
+                answers.push(fail(code::UNKNOWN_TOPIC_OR_PARTITION));
+                continue;
+            };
+            if info.state != "open" || info.owner.as_deref() != Some(me.as_str()) {
+                answers.push(fail(code::NOT_LEADER_OR_FOLLOWER));
+                continue;
+            }
+            if let Some(error) = check_leader_epoch(requested_epoch, info.stream_epoch.get()) {
+                answers.push(fail(error));
+                continue;
+            }
+            let leader_epoch = i32::try_from(info.stream_epoch.get()).unwrap_or(i32::MAX);
+            let found = match timestamp {
+                EARLIEST => Ok((-1, info.start_offset.get() as i64)),
+                LATEST => Ok((-1, info.end_offset.get() as i64)),
+                ts => offset_for_timestamp(engine, &topic, info.partition, info.start_offset, ts).await,
+            };
+            answers.push(match found {
+                Ok((timestamp, offset)) => ListOffsetsPartitionResponse {
+                    partition,
+                    error_code: code::NONE,
+                    timestamp,
+                    offset,
+                    leader_epoch,
+                },
+                Err(e) => fail(error_code(&e)),
+            });
+        }
+        out.push((topic, answers));
+    }
+    out
+}
+
+/// The first record with a timestamp at or after `ts`: (its timestamp, its
+/// offset), or (-1, -1) when there is none. Scans batch headers from the
+/// start, decoding only the batch that holds the answer.
+pub async fn offset_for_timestamp(
+    engine: &dyn Engine,
+    topic: &str,
+    partition: u32,
+    start: Offset,
+    ts: i64,
+) -> Result<(i64, i64), ApiError> {
+    let mut from = start;
+    loop {
+        let read = engine
+            .read_batches(topic, partition, from, 1 << 20, Duration::ZERO)
+            .await?;
+        if read.batches.is_empty() {
+            return Ok((-1, -1));
+        }
+        for b in &read.batches {
+            let info = crate::stream::batch::parse_batch("stored batch", b)
+                .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?;
+            if info.max_timestamp >= ts && info.end_offset() > from {
+                if let Ok(records) = crate::stream::batch::decode_records("stored batch", b) {
+                    if let Some((o, r)) = records.iter().find(|(o, r)| *o >= from && r.timestamp_ms >= ts) {
+                        return Ok((r.timestamp_ms, o.get() as i64));
+                    }
+                } else {
+                    return Ok((info.max_timestamp, info.base_offset.max(from).get() as i64));
+                }
+            }
+            from = from.max(info.end_offset());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

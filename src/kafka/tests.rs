@@ -1,0 +1,821 @@
+//! Framing and bounds (fuzz-style), and each handler over a real in-memory node.
+
+use super::wire::{Reader, Writer};
+use super::*;
+use crate::api::Limits;
+use crate::config::ServeArgs;
+use crate::http::tests::fake::FakeEngine;
+use crate::node::{Backends, Node};
+use crate::stream::batch::{encode_batch, Record};
+use rand::{Rng, SeedableRng};
+use tokio::io::AsyncWriteExt;
+
+const OPTS: Options = Options {
+    max_frame_bytes: 1 << 20,
+    auto_create_topics: true,
+};
+
+fn request(key: i16, version: i16, corr: i32, body: &[u8]) -> Bytes {
+    let mut w = Writer::default();
+    w.i16(key);
+    w.i16(version);
+    w.i32(corr);
+    w.nullable_string(Some("test"));
+    if key == API_VERSIONS && version >= 3 {
+        w.no_tagged_fields();
+    }
+    w.buf.extend_from_slice(body);
+    w.buf.freeze()
+}
+
+fn produce_body(acks: i16, topic: &str, partition: i32, records: &[u8]) -> Vec<u8> {
+    let mut w = Writer::default();
+    w.nullable_string(None);
+    w.i16(acks);
+    w.i32(5000);
+    w.array_len(1);
+    w.string(topic);
+    w.array_len(1);
+    w.i32(partition);
+    w.bytes_parts(&[Bytes::copy_from_slice(records)]);
+    w.buf.to_vec()
+}
+
+/// A Fetch v11 body for one partition.
+fn fetch_body(max_wait_ms: i32, topic: &str, partition: i32, offset: i64, max_bytes: i32) -> Vec<u8> {
+    fetch_body_at(max_wait_ms, topic, partition, -1, offset, max_bytes)
+}
+
+fn fetch_body_at(max_wait_ms: i32, topic: &str, partition: i32, epoch: i32, offset: i64, max_bytes: i32) -> Vec<u8> {
+    let mut w = Writer::default();
+    w.i32(-1);
+    w.i32(max_wait_ms);
+    w.i32(1);
+    w.i32(max_bytes);
+    w.i8(0);
+    w.i32(0);
+    w.i32(-1);
+    w.array_len(1);
+    w.string(topic);
+    w.array_len(1);
+    w.i32(partition);
+    w.i32(epoch);
+    w.i64(offset);
+    w.i64(-1);
+    w.i32(max_bytes);
+    w.array_len(0);
+    w.string("");
+    w.buf.to_vec()
+}
+
+/// A ListOffsets v5 body for one partition.
+fn list_offsets_body(topic: &str, partition: i32, timestamp: i64) -> Vec<u8> {
+    let mut w = Writer::default();
+    w.i32(-1);
+    w.i8(0);
+    w.array_len(1);
+    w.string(topic);
+    w.array_len(1);
+    w.i32(partition);
+    w.i32(-1);
+    w.i64(timestamp);
+    w.buf.to_vec()
+}
+
+fn metadata_body(topics: &[&str], auto_create: bool) -> Vec<u8> {
+    let mut w = Writer::default();
+    w.array_len(topics.len());
+    for t in topics {
+        w.string(t);
+    }
+    w.bool(auto_create);
+    w.bool(false);
+    w.bool(false);
+    w.buf.to_vec()
+}
+
+fn record(key: &str, value: &str, ts: i64) -> Record {
+    Record {
+        timestamp_ms: ts,
+        key: Some(Bytes::copy_from_slice(key.as_bytes())),
+        value: Some(Bytes::copy_from_slice(value.as_bytes())),
+        headers: vec![("h".into(), Some(Bytes::from_static(b"x")))],
+    }
+}
+
+async fn call(engine: &dyn Engine, frame: Bytes) -> Reader {
+    let resp = handle(engine, OPTS, frame).await.unwrap().expect("a response");
+    let mut r = Reader::new(resp);
+    r.i32().unwrap(); // correlation id
+    r
+}
+
+/// Produce v8 response for one partition: (error, base offset).
+fn produce_answer(mut r: Reader) -> (i16, i64) {
+    assert_eq!(r.array_len(1).unwrap(), 1);
+    r.string().unwrap();
+    assert_eq!(r.array_len(1).unwrap(), 1);
+    r.i32().unwrap();
+    let error = r.i16().unwrap();
+    let base = r.i64().unwrap();
+    r.i64().unwrap();
+    r.i64().unwrap();
+    assert_eq!(r.array_len(1).unwrap(), 0);
+    r.nullable_string().unwrap();
+    r.i32().unwrap();
+    r.expect_end().unwrap();
+    (error, base)
+}
+
+/// Fetch v11 response for one partition: (error, high watermark, records).
+fn fetch_answer(mut r: Reader) -> (i16, i64, Bytes) {
+    r.i32().unwrap();
+    assert_eq!(r.i16().unwrap(), 0);
+    r.i32().unwrap();
+    assert_eq!(r.array_len(1).unwrap(), 1);
+    r.string().unwrap();
+    assert_eq!(r.array_len(1).unwrap(), 1);
+    r.i32().unwrap();
+    let error = r.i16().unwrap();
+    let hw = r.i64().unwrap();
+    assert_eq!(r.i64().unwrap(), hw, "last stable offset");
+    r.i64().unwrap();
+    assert_eq!(r.array_len(1).unwrap(), 0);
+    assert_eq!(r.i32().unwrap(), -1);
+    let records = r.nullable_bytes().unwrap().unwrap();
+    r.expect_end().unwrap();
+    (error, hw, records)
+}
+
+/// ListOffsets v5 response for one partition: (error, timestamp, offset, epoch).
+fn list_offsets_answer(mut r: Reader) -> (i16, i64, i64, i32) {
+    r.i32().unwrap();
+    assert_eq!(r.array_len(1).unwrap(), 1);
+    r.string().unwrap();
+    assert_eq!(r.array_len(1).unwrap(), 1);
+    r.i32().unwrap();
+    let a = (r.i16().unwrap(), r.i64().unwrap(), r.i64().unwrap(), r.i32().unwrap());
+    r.expect_end().unwrap();
+    a
+}
+
+/// Skips a Metadata v7+ response up to its topics.
+fn skip_brokers(r: &mut Reader) {
+    r.i32().unwrap(); // throttle
+    for _ in 0..r.array_len(1).unwrap() {
+        r.i32().unwrap();
+        r.string().unwrap();
+        r.i32().unwrap();
+        r.nullable_string().unwrap();
+    }
+    r.nullable_string().unwrap(); // cluster id
+    r.i32().unwrap(); // controller
+}
+
+async fn node() -> Arc<Node> {
+    node_with(&[]).await
+}
+
+fn memory_backends() -> Backends {
+    Backends {
+        data: Arc::new(crate::store::MemoryStore::new()),
+        wal: Arc::new(crate::store::MemoryStore::new()),
+        log: Arc::new(crate::meta::memory_log::MemoryLog::new()),
+    }
+}
+
+async fn node_with(extra: &[&str]) -> Arc<Node> {
+    node_on("n1", memory_backends(), extra).await
+}
+
+async fn node_on(id: &str, backends: Backends, extra: &[&str]) -> Arc<Node> {
+    let mut args = vec![
+        "--node-id",
+        id,
+        "--heartbeat-interval-sec",
+        "1",
+        "--node-timeout-sec",
+        "4",
+        "--shutdown-drain-sec",
+        "0",
+        "--meta-poll-ms",
+        "20",
+        "--http-addr",
+        "127.0.0.1:0",
+        "--kafka-addr",
+        "127.0.0.1:0",
+        "--advertised-kafka-addr",
+        "kafka.example:9093",
+        "--max-record-bytes",
+        "1000",
+    ];
+    args.extend_from_slice(extra);
+    let config = ServeArgs::parse_from(args).unwrap().validate().unwrap();
+    Node::start_with(config, backends).await.unwrap()
+}
+
+async fn wait_open(engine: &dyn Engine, topic: &str) {
+    for _ in 0..300 {
+        if let Ok(d) = engine.describe_topic(topic) {
+            if d.partition_info.iter().all(|p| p.state == "open") {
+                return;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{topic} was not placed");
+}
+
+// ------------------------------------------------------------ framing
+
+#[tokio::test]
+async fn frames_outside_the_bounds_are_refused_without_allocating_the_claim() {
+    let max = 1000;
+    let read = |bytes: Vec<u8>| async move {
+        let mut r = std::io::Cursor::new(bytes);
+        read_frame(&mut r, max).await
+    };
+    assert!(matches!(read(vec![]).await, Ok(None)), "clean end of stream");
+    assert!(matches!(read(vec![0, 0]).await, Err(ConnError::Truncated { .. })));
+    assert!(matches!(
+        read(vec![0, 0, 0, 4, 1, 2, 3, 4]).await,
+        Err(ConnError::FrameLength(4, _, _))
+    ));
+    assert!(matches!(
+        read(vec![0xff, 0xff, 0xff, 0xff]).await,
+        Err(ConnError::FrameLength(-1, _, _))
+    ));
+    assert!(matches!(
+        read(vec![0, 0, 3, 233]).await,
+        Err(ConnError::FrameLength(1001, _, _))
+    ));
+    // A frame claiming the maximum but sending 10 bytes: refused as truncated.
+    let mut claim = vec![0, 0, 3, 232];
+    claim.extend_from_slice(&[0; 10]);
+    assert!(matches!(
+        read(claim).await,
+        Err(ConnError::Truncated { got: 10, want: 1000 })
+    ));
+    let mut ok = vec![0, 0, 0, 8];
+    ok.extend_from_slice(&[1; 8]);
+    assert_eq!(read(ok).await.unwrap().unwrap().len(), 8);
+    // A 2 GB claim with the default 100 MiB limit is refused up front.
+    let mut r = std::io::Cursor::new(vec![0x7f, 0xff, 0xff, 0xff]);
+    assert!(matches!(
+        read_frame(&mut r, 100 << 20).await,
+        Err(ConnError::FrameLength(..))
+    ));
+}
+
+/// A 26-byte Produce v8 frame whose topic array claims 2^31-1 elements.
+fn lying_produce() -> Vec<u8> {
+    let mut w = Writer::default();
+    w.i32(22);
+    w.i16(PRODUCE);
+    w.i16(8);
+    w.i32(7);
+    w.i16(-1); // client id
+    w.i16(-1); // transactional id
+    w.i16(1);
+    w.i32(1000);
+    w.i32(i32::MAX); // topics
+    assert_eq!(w.buf.len(), 26);
+    w.buf.to_vec()
+}
+
+#[tokio::test]
+async fn random_and_lying_frames_never_panic() {
+    let limits = Limits {
+        max_wait: Duration::from_millis(1),
+        ..FakeEngine::default_limits()
+    };
+    let engine = FakeEngine::new(limits);
+    fuzz(engine.as_ref(), 20_000).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn random_frames_against_a_real_node_never_panic() {
+    let node = node_with(&["--max-wait-ms", "1"]).await;
+    node.create_topic("t", 1, Default::default()).await.unwrap();
+    wait_open(node.as_ref(), "t").await;
+    fuzz(node.as_ref(), 3_000).await;
+    assert!(node.ready().ready, "the node is still serving");
+}
+
+/// Feeds random, byte-flipped and truncated frames (and a lying Produce)
+/// to `handle`: errors are expected, panics are not.
+async fn fuzz(engine: &dyn Engine, rounds: u32) {
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
+    let lying = Bytes::from(lying_produce()[4..].to_vec());
+    assert!(handle(engine, OPTS, lying).await.is_err());
+    let valid: Vec<Bytes> = vec![
+        request(API_VERSIONS, 3, 1, &[3, b'r', b's', 2, b'1', 0]),
+        request(METADATA, 8, 2, &metadata_body(&["t"], false)),
+        request(
+            PRODUCE,
+            8,
+            3,
+            &produce_body(1, "t", 0, &encode_batch(Offset(0), &[record("k", "v", 1)])),
+        ),
+        request(FETCH, 11, 4, &fetch_body(0, "t", 0, 0, 1000)),
+        request(LIST_OFFSETS, 5, 5, &list_offsets_body("t", 0, -2)),
+    ];
+    for i in 0..rounds {
+        let frame: Vec<u8> = match i % 4 {
+            // Pure noise with a supported key and version.
+            0 => {
+                let (key, _, max) = SUPPORTED[rng.random_range(0..SUPPORTED.len())];
+                let mut f = request(key, rng.random_range(0..=max), 1, &[]).to_vec();
+                let n = rng.random_range(0..64);
+                f.extend((0..n).map(|_| rng.random::<u8>()));
+                f
+            }
+            // A valid request with some bytes flipped to extremes.
+            1 | 2 => {
+                let mut f = valid[rng.random_range(0..valid.len())].to_vec();
+                for _ in 0..rng.random_range(1..4) {
+                    let at = rng.random_range(8..f.len());
+                    f[at] = [0x00, 0x7f, 0x80, 0xff][rng.random_range(0..4)];
+                }
+                f
+            }
+            // A valid request cut short.
+            _ => {
+                let f = &valid[rng.random_range(0..valid.len())];
+                f[..rng.random_range(8..f.len())].to_vec()
+            }
+        };
+        // Errors are fine (the connection closes); panics and aborts are not.
+        let _ = tokio::time::timeout(Duration::from_secs(1), handle(engine, OPTS, Bytes::from(frame))).await;
+    }
+}
+
+#[tokio::test]
+async fn a_lying_frame_closes_only_its_own_connection() {
+    let engine: Arc<dyn Engine> = FakeEngine::new(FakeEngine::default_limits());
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let server = tokio::spawn(serve(engine, listener, OPTS, stop_rx));
+
+    let mut good = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let api_versions = |corr| {
+        let body = request(API_VERSIONS, 2, corr, &[]);
+        let mut f = (body.len() as u32).to_be_bytes().to_vec();
+        f.extend_from_slice(&body);
+        f
+    };
+    async fn answer(s: &mut tokio::net::TcpStream) -> std::io::Result<Bytes> {
+        use tokio::io::AsyncReadExt;
+        let len = s.read_u32().await?;
+        let mut b = vec![0; len as usize];
+        s.read_exact(&mut b).await?;
+        Ok(b.into())
+    }
+    good.write_all(&api_versions(1)).await.unwrap();
+    assert_eq!(&answer(&mut good).await.unwrap()[..4], &1i32.to_be_bytes());
+
+    for bad in [
+        lying_produce(),
+        vec![0x7f, 0xff, 0xff, 0xff, 0, 0],               // over the frame limit
+        vec![0, 0, 0, 2, 0, 0],                           // under the header minimum
+        vec![0, 0, 0, 12, 0, 18, 0, 3, 0, 0, 0, 9, 0xff], // ApiVersions v3, truncated
+    ] {
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        s.write_all(&bad).await.unwrap();
+        let _ = s.shutdown().await;
+        assert!(answer(&mut s).await.is_err(), "{bad:?} closes its connection");
+    }
+
+    // An unsupported version is answered and the connection stays up.
+    let body = request(FETCH, 99, 2, &[]);
+    let mut f = (body.len() as u32).to_be_bytes().to_vec();
+    f.extend_from_slice(&body);
+    good.write_all(&f).await.unwrap();
+    let a = answer(&mut good).await.unwrap();
+    assert_eq!(&a[..], &[0, 0, 0, 2, 0, code::UNSUPPORTED_VERSION as u8]);
+    // Pipelined requests are answered in order.
+    let mut two = api_versions(3);
+    two.extend(api_versions(4));
+    good.write_all(&two).await.unwrap();
+    assert_eq!(&answer(&mut good).await.unwrap()[..4], &3i32.to_be_bytes());
+    assert_eq!(&answer(&mut good).await.unwrap()[..4], &4i32.to_be_bytes());
+
+    stop_tx.send(true).unwrap();
+    tokio::time::timeout(Duration::from_secs(10), server)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(answer(&mut good).await.is_err(), "closed on shutdown");
+}
+
+// ------------------------------------------------------------ handlers
+
+#[tokio::test]
+async fn api_versions_advertises_exactly_what_is_implemented() {
+    let engine = FakeEngine::new(FakeEngine::default_limits());
+    for version in 0..=3 {
+        let body: &[u8] = if version == 3 { &[1, 1, 0] } else { &[] };
+        let mut r = call(engine.as_ref(), request(API_VERSIONS, version, 1, body)).await;
+        assert_eq!(r.i16().unwrap(), 0);
+        let n = if version >= 3 {
+            r.uvarint().unwrap() as usize - 1
+        } else {
+            r.array_len(6).unwrap()
+        };
+        let mut got = Vec::new();
+        for _ in 0..n {
+            got.push((r.i16().unwrap(), r.i16().unwrap(), r.i16().unwrap()));
+            if version >= 3 {
+                r.tagged_fields().unwrap();
+            }
+        }
+        assert_eq!(got, SUPPORTED.to_vec());
+        if version >= 1 {
+            assert_eq!(r.i32().unwrap(), 0);
+        }
+        if version >= 3 {
+            r.tagged_fields().unwrap();
+        }
+        r.expect_end().unwrap();
+    }
+    // Too new: answered in v0 with UNSUPPORTED_VERSION and the table.
+    let mut r = call(engine.as_ref(), request(API_VERSIONS, 4, 1, &[])).await;
+    assert_eq!(r.i16().unwrap(), code::UNSUPPORTED_VERSION);
+    assert_eq!(r.array_len(6).unwrap(), SUPPORTED.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_produce_fetch_and_list_offsets_over_a_node() {
+    let node = node().await;
+    let engine: &dyn Engine = node.as_ref();
+
+    // Metadata auto-creates a named topic; leaders appear once it is placed.
+    let mut r = call(engine, request(METADATA, 8, 1, &metadata_body(&["auto"], true))).await;
+    r.i32().unwrap();
+    assert_eq!(r.array_len(1).unwrap(), 1);
+    assert_eq!(r.i32().unwrap(), broker_id("n1"));
+    assert_eq!(r.string().unwrap(), "kafka.example");
+    assert_eq!(r.i32().unwrap(), 9093);
+    assert!(engine.describe_topic("auto").is_ok(), "auto-created");
+    let mut r = call(engine, request(METADATA, 8, 1, &metadata_body(&["nope"], false))).await;
+    skip_brokers(&mut r);
+    assert_eq!(r.array_len(1).unwrap(), 1);
+    assert_eq!(r.i16().unwrap(), code::UNKNOWN_TOPIC_OR_PARTITION);
+    wait_open(engine, "auto").await;
+    let mut r = call(engine, request(METADATA, 7, 1, &metadata_body(&["auto"], false)[..11])).await;
+    skip_brokers(&mut r);
+    r.array_len(1).unwrap();
+    assert_eq!(r.i16().unwrap(), 0);
+    assert_eq!(r.string().unwrap(), "auto");
+    r.bool().unwrap();
+    assert_eq!(r.array_len(1).unwrap(), 1);
+    assert_eq!(r.i16().unwrap(), 0, "partition has a leader");
+    assert_eq!(r.i32().unwrap(), 0);
+    assert_eq!(r.i32().unwrap(), broker_id("n1"));
+    assert!(r.i32().unwrap() >= 1, "leader epoch = stream epoch");
+
+    // Produce: two batches at 0 and 2; the stored bytes come back from Fetch.
+    let b1 = encode_batch(Offset(99), &[record("a", "1", 1000), record("b", "2", 2000)]);
+    let produce = |batch: &[u8], acks| request(PRODUCE, 8, 2, &produce_body(acks, "auto", 0, batch));
+    assert_eq!(produce_answer(call(engine, produce(&b1, -1)).await), (0, 0));
+    let b2 = encode_batch(Offset(0), &[record("c", "3", 3000)]);
+    assert_eq!(produce_answer(call(engine, produce(&b2, 1)).await), (0, 2));
+    // acks=0: appended, no response.
+    let b3 = encode_batch(Offset(0), &[record("d", "4", 4000)]);
+    assert!(handle(engine, OPTS, produce(&b3, 0)).await.unwrap().is_none());
+    let hw = engine.describe_topic("auto").unwrap().partition_info[0].end_offset;
+    assert_eq!(hw, Offset(4));
+
+    // Bad batches: nothing appended.
+    let mut corrupt = b2.to_vec();
+    *corrupt.last_mut().unwrap() ^= 1;
+    assert_eq!(
+        produce_answer(call(engine, produce(&corrupt, 1)).await).0,
+        code::CORRUPT_MESSAGE
+    );
+    let big = encode_batch(Offset(0), &[record("k", &"x".repeat(2000), 1)]);
+    assert_eq!(
+        produce_answer(call(engine, produce(&big, 1)).await).0,
+        code::MESSAGE_TOO_LARGE
+    );
+    let mut gzip = b2.to_vec();
+    gzip[21..23].copy_from_slice(&1i16.to_be_bytes());
+    let crc = crc32c::crc32c(&gzip[21..]);
+    gzip[17..21].copy_from_slice(&crc.to_be_bytes());
+    assert_eq!(
+        produce_answer(call(engine, produce(&gzip, 1)).await).0,
+        code::UNSUPPORTED_COMPRESSION_TYPE
+    );
+    let unknown = request(PRODUCE, 8, 2, &produce_body(1, "nope", 0, &b2));
+    assert_eq!(
+        produce_answer(call(engine, unknown).await).0,
+        code::UNKNOWN_TOPIC_OR_PARTITION
+    );
+    let bad_acks = request(PRODUCE, 8, 2, &produce_body(2, "auto", 0, &b2));
+    assert_eq!(
+        produce_answer(call(engine, bad_acks).await).0,
+        code::INVALID_REQUIRED_ACKS
+    );
+    assert_eq!(
+        engine.describe_topic("auto").unwrap().partition_info[0].end_offset,
+        Offset(4)
+    );
+
+    // Fetch from 1: the first batch (0..2) comes back as stored, base offset
+    // rewritten; then the rest; then nothing past the high watermark.
+    let (error, hw, records) =
+        fetch_answer(call(engine, request(FETCH, 11, 3, &fetch_body(0, "auto", 0, 1, 1 << 20))).await);
+    assert_eq!((error, hw), (0, 4));
+    let stored: Vec<_> = crate::stream::batch::batches("f", &records)
+        .map(|b| b.unwrap().0)
+        .collect();
+    assert_eq!(
+        stored.iter().map(|i| i.base_offset.get()).collect::<Vec<_>>(),
+        vec![0, 2, 3]
+    );
+    let leader_epoch = i32::from_be_bytes(records[12..16].try_into().unwrap());
+    assert!(leader_epoch >= 1, "partition leader epoch = stream epoch");
+    assert_eq!(
+        &records[16..b1.len()],
+        &b1[16..],
+        "bytes after the leader epoch are as sent"
+    );
+    // max_bytes below one batch still returns the first batch.
+    let (_, _, one) = fetch_answer(call(engine, request(FETCH, 11, 3, &fetch_body(0, "auto", 0, 2, 1))).await);
+    assert_eq!(one.len(), b2.len());
+    let (error, _, none) = fetch_answer(call(engine, request(FETCH, 11, 3, &fetch_body(0, "auto", 0, 4, 1000))).await);
+    assert_eq!((error, none.len()), (0, 0));
+    let (error, _, _) = fetch_answer(call(engine, request(FETCH, 11, 3, &fetch_body(0, "auto", 0, 5, 1000))).await);
+    assert_eq!(error, code::OFFSET_OUT_OF_RANGE);
+
+    // Long poll: a fetch at the end answers soon after an append.
+    let waiting = {
+        let node = node.clone();
+        tokio::spawn(async move {
+            let started = tokio::time::Instant::now();
+            let a = fetch_answer(
+                call(
+                    node.as_ref(),
+                    request(FETCH, 11, 3, &fetch_body(10_000, "auto", 0, 4, 1000)),
+                )
+                .await,
+            );
+            (a, started.elapsed())
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(produce_answer(call(engine, produce(&b2, 1)).await), (0, 4));
+    let ((error, hw, records), took) = waiting.await.unwrap();
+    assert_eq!((error, hw, records.len()), (0, 5, b2.len()));
+    assert!(took < Duration::from_secs(5), "answered after {took:?}");
+    // min_bytes 0 answers at once even with nothing to return.
+    let mut zero = fetch_body(10_000, "auto", 0, 5, 1000);
+    zero[8..12].copy_from_slice(&0i32.to_be_bytes());
+    let started = tokio::time::Instant::now();
+    let (_, _, none) = fetch_answer(call(engine, request(FETCH, 11, 3, &zero)).await);
+    assert!(none.is_empty() && started.elapsed() < Duration::from_secs(2));
+    // And one with nothing arriving waits max_wait_ms.
+    let started = tokio::time::Instant::now();
+    let (_, _, none) = fetch_answer(call(engine, request(FETCH, 11, 3, &fetch_body(300, "auto", 0, 5, 1000))).await);
+    assert!(none.is_empty() && started.elapsed() >= Duration::from_millis(250));
+
+    // ListOffsets: earliest, latest, by timestamp.
+    let lo = |ts| request(LIST_OFFSETS, 5, 4, &list_offsets_body("auto", 0, ts));
+    let epoch = list_offsets_answer(call(engine, lo(-2)).await).3;
+    assert!(epoch >= 1);
+    assert_eq!(list_offsets_answer(call(engine, lo(-2)).await), (0, -1, 0, epoch));
+    assert_eq!(list_offsets_answer(call(engine, lo(-1)).await), (0, -1, 5, epoch));
+    assert_eq!(list_offsets_answer(call(engine, lo(1500)).await), (0, 2000, 1, epoch));
+    assert_eq!(list_offsets_answer(call(engine, lo(3500)).await), (0, 4000, 3, epoch));
+    assert_eq!(list_offsets_answer(call(engine, lo(9999)).await), (0, -1, -1, epoch));
+    // Leader epochs: the current one is accepted, older is fenced, newer unknown.
+    let at = |e| request(FETCH, 11, 3, &fetch_body_at(0, "auto", 0, e, 0, 1000));
+    assert_eq!(fetch_answer(call(engine, at(epoch)).await).0, 0);
+    assert_eq!(
+        fetch_answer(call(engine, at(epoch - 1)).await).0,
+        code::FENCED_LEADER_EPOCH
+    );
+    assert_eq!(
+        fetch_answer(call(engine, at(epoch + 1)).await).0,
+        code::UNKNOWN_LEADER_EPOCH
+    );
+    let mut w = Writer::default();
+    w.i32(-1);
+    w.i8(0);
+    w.array_len(1);
+    w.string("auto");
+    w.array_len(1);
+    w.i32(0);
+    w.i32(epoch + 1);
+    w.i64(-1);
+    let lo_epoch = request(LIST_OFFSETS, 5, 4, &w.buf);
+    assert_eq!(
+        list_offsets_answer(call(engine, lo_epoch).await).0,
+        code::UNKNOWN_LEADER_EPOCH
+    );
+    let unknown = request(LIST_OFFSETS, 5, 4, &list_offsets_body("nope", 0, -1));
+    assert_eq!(
+        list_offsets_answer(call(engine, unknown).await).0,
+        code::UNKNOWN_TOPIC_OR_PARTITION
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fetch_reads_flushed_data_objects_then_the_tail() {
+    let node = node_with(&["--flush-bytes", "1"]).await;
+    let engine: &dyn Engine = node.as_ref();
+    engine.create_topic("f", 1, Default::default()).await.unwrap();
+    wait_open(engine, "f").await;
+    let produce = |i: i64| {
+        let batch = encode_batch(Offset(0), &[record(&format!("k{i}"), &format!("v{i}"), 1000 * i)]);
+        request(PRODUCE, 8, 1, &produce_body(-1, "f", 0, &batch))
+    };
+    for i in 0..5 {
+        assert_eq!(produce_answer(call(engine, produce(i)).await), (0, i));
+    }
+    let stream = node.open_streams().into_iter().find(|s| s.topic == "f").unwrap();
+    for _ in 0..400 {
+        if stream.committed_end() == Offset(5) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(stream.committed_end(), Offset(5), "flushed to a data object");
+    assert_eq!(produce_answer(call(engine, produce(5)).await), (0, 5));
+
+    let fetch = |from, max| request(FETCH, 11, 2, &fetch_body(0, "f", 0, from, max));
+    let (error, hw, records) = fetch_answer(call(engine, fetch(1, 1 << 20)).await);
+    assert_eq!((error, hw), (0, 6));
+    let batches: Vec<_> = crate::stream::batch::batches("f", &records)
+        .map(|b| b.unwrap())
+        .collect();
+    let bases: Vec<u64> = batches.iter().map(|(i, _)| i.base_offset.get()).collect();
+    assert_eq!(bases, vec![1, 2, 3, 4, 5], "chunks, then the tail");
+    let values: Vec<_> = batches
+        .iter()
+        .flat_map(|(_, raw)| crate::stream::batch::decode_records("f", raw).unwrap())
+        .map(|(_, r)| r.value.unwrap())
+        .collect();
+    assert_eq!(values[0], Bytes::from_static(b"v1"));
+    assert_eq!(values[4], Bytes::from_static(b"v5"));
+    let (_, _, one) = fetch_answer(call(engine, fetch(2, 1)).await);
+    assert_eq!(
+        crate::stream::batch::batches("f", &one).count(),
+        1,
+        "max_bytes bounds chunk reads"
+    );
+    let lo = request(LIST_OFFSETS, 5, 3, &list_offsets_body("f", 0, 2500));
+    assert_eq!(
+        list_offsets_answer(call(engine, lo).await).2,
+        3,
+        "timestamp lookup in a chunk"
+    );
+}
+
+#[tokio::test]
+async fn metadata_without_auto_create_reports_unknown_topics() {
+    let engine = FakeEngine::new(FakeEngine::default_limits());
+    let opts = Options {
+        auto_create_topics: false,
+        ..OPTS
+    };
+    let resp = handle(
+        engine.as_ref(),
+        opts,
+        request(METADATA, 8, 1, &metadata_body(&["new"], true)),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let mut r = Reader::new(resp);
+    r.i32().unwrap();
+    skip_brokers(&mut r);
+    assert_eq!(r.array_len(1).unwrap(), 1);
+    assert_eq!(r.i16().unwrap(), code::UNKNOWN_TOPIC_OR_PARTITION);
+    assert!(engine.describe_topic("new").is_err(), "not created");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_that_is_not_the_leader_says_so_and_metadata_names_the_owner() {
+    let backends = memory_backends();
+    let n1 = node_on("n1", backends.clone(), &[]).await;
+    let n2 = node_on("n2", backends, &[]).await;
+    for _ in 0..400 {
+        if n1.nodes().nodes.len() == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    n1.create_topic("two", 2, Default::default()).await.unwrap();
+    wait_open(n1.as_ref(), "two").await;
+    wait_open(n2.as_ref(), "two").await;
+    let batch = encode_batch(Offset(0), &[record("k", "v", 1)]);
+    for p in n1.describe_topic("two").unwrap().partition_info {
+        let owner = p.owner.unwrap();
+        let (owner_node, other) = if owner == "n1" { (&n1, &n2) } else { (&n2, &n1) };
+        let partition = p.partition as i32;
+        let produce = request(PRODUCE, 8, 1, &produce_body(1, "two", partition, &batch));
+        assert_eq!(
+            produce_answer(call(other.as_ref(), produce.clone()).await).0,
+            code::NOT_LEADER_OR_FOLLOWER
+        );
+        assert_eq!(produce_answer(call(owner_node.as_ref(), produce).await), (0, 0));
+        let fetch = request(FETCH, 11, 2, &fetch_body(0, "two", partition, 0, 1000));
+        assert_eq!(
+            fetch_answer(call(other.as_ref(), fetch).await).0,
+            code::NOT_LEADER_OR_FOLLOWER
+        );
+        let lo = request(LIST_OFFSETS, 5, 3, &list_offsets_body("two", partition, -1));
+        assert_eq!(
+            list_offsets_answer(call(other.as_ref(), lo).await).0,
+            code::NOT_LEADER_OR_FOLLOWER
+        );
+
+        // Either node's metadata names both brokers and the owner as leader.
+        let mut r = call(other.as_ref(), request(METADATA, 8, 4, &metadata_body(&["two"], false))).await;
+        r.i32().unwrap();
+        let mut brokers = Vec::new();
+        for _ in 0..r.array_len(1).unwrap() {
+            brokers.push(r.i32().unwrap());
+            r.string().unwrap();
+            r.i32().unwrap();
+            r.nullable_string().unwrap();
+        }
+        brokers.sort();
+        let mut want = vec![broker_id("n1"), broker_id("n2")];
+        want.sort();
+        assert_eq!(brokers, want);
+        r.nullable_string().unwrap();
+        r.i32().unwrap();
+        assert_eq!(r.array_len(1).unwrap(), 1);
+        assert_eq!(r.i16().unwrap(), 0);
+        r.string().unwrap();
+        r.bool().unwrap();
+        let n = r.array_len(1).unwrap();
+        let mut leaders = Vec::new();
+        for _ in 0..n {
+            r.i16().unwrap();
+            let idx = r.i32().unwrap();
+            leaders.push((idx, r.i32().unwrap()));
+            let epoch = r.i32().unwrap();
+            assert!(epoch >= 1);
+            for _ in 0..3 {
+                for _ in 0..r.array_len(4).unwrap() {
+                    r.i32().unwrap();
+                }
+            }
+        }
+        r.i32().unwrap(); // topic authorized operations
+        assert!(leaders.contains(&(partition, broker_id(&owner))), "{leaders:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_fetch_does_not_block_produce_on_another_connection() {
+    use tokio::io::AsyncReadExt;
+    let node = node().await;
+    node.create_topic("lp", 1, Default::default()).await.unwrap();
+    wait_open(node.as_ref(), "lp").await;
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (_stop, stop_rx) = watch::channel(false);
+    tokio::spawn(serve(node.clone(), listener, OPTS, stop_rx));
+    async fn send(s: &mut tokio::net::TcpStream, frame: Bytes) {
+        s.write_all(&(frame.len() as u32).to_be_bytes()).await.unwrap();
+        s.write_all(&frame).await.unwrap();
+    }
+    async fn answer(s: &mut tokio::net::TcpStream) -> Reader {
+        let len = s.read_u32().await.unwrap();
+        let mut b = vec![0; len as usize];
+        s.read_exact(&mut b).await.unwrap();
+        let mut r = Reader::new(b.into());
+        r.i32().unwrap();
+        r
+    }
+    let mut consumer = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut producer = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let started = tokio::time::Instant::now();
+    send(
+        &mut consumer,
+        request(FETCH, 11, 1, &fetch_body(20_000, "lp", 0, 0, 1 << 20)),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let batch = encode_batch(Offset(0), &[record("k", "v", 1)]);
+    // acks=0 gets no response; the next request on the connection is answered.
+    send(&mut producer, request(PRODUCE, 8, 2, &produce_body(0, "lp", 0, &batch))).await;
+    send(
+        &mut producer,
+        request(PRODUCE, 8, 3, &produce_body(-1, "lp", 0, &batch)),
+    )
+    .await;
+    assert_eq!(produce_answer(answer(&mut producer).await), (0, 1));
+    let (error, hw, records) = fetch_answer(answer(&mut consumer).await);
+    assert_eq!(error, 0);
+    assert!(hw >= 1 && !records.is_empty());
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the fetch ended on the append"
+    );
+}

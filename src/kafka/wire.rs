@@ -1,0 +1,287 @@
+//! Bounded primitives of the Kafka wire format.
+//!
+//! Every length and count read from the wire is checked against the bytes
+//! that remain before anything is allocated, so a lying frame costs at most
+//! its own size. Nothing here panics on any input.
+
+use bytes::{BufMut, Bytes, BytesMut};
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("malformed request at byte {at}: {message}")]
+pub struct DecodeError {
+    pub at: usize,
+    pub message: String,
+}
+
+pub type DecodeResult<T> = Result<T, DecodeError>;
+
+/// A cursor over one request body.
+pub struct Reader {
+    buf: Bytes,
+    pos: usize,
+}
+
+impl Reader {
+    pub fn new(buf: Bytes) -> Self {
+        Self { buf, pos: 0 }
+    }
+
+    pub fn remaining(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    fn error<T>(&self, message: impl Into<String>) -> DecodeResult<T> {
+        Err(DecodeError {
+            at: self.pos,
+            message: message.into(),
+        })
+    }
+
+    fn take(&mut self, n: usize) -> DecodeResult<Bytes> {
+        if n > self.remaining() {
+            return self.error(format!("needs {n} bytes, {} left", self.remaining()));
+        }
+        let b = self.buf.slice(self.pos..self.pos + n);
+        self.pos += n;
+        Ok(b)
+    }
+
+    fn array<const N: usize>(&mut self) -> DecodeResult<[u8; N]> {
+        let b = self.take(N)?;
+        let mut a = [0u8; N];
+        a.copy_from_slice(&b);
+        Ok(a)
+    }
+
+    pub fn i8(&mut self) -> DecodeResult<i8> {
+        Ok(i8::from_be_bytes(self.array()?))
+    }
+
+    pub fn bool(&mut self) -> DecodeResult<bool> {
+        Ok(self.i8()? != 0)
+    }
+
+    pub fn i16(&mut self) -> DecodeResult<i16> {
+        Ok(i16::from_be_bytes(self.array()?))
+    }
+
+    pub fn i32(&mut self) -> DecodeResult<i32> {
+        Ok(i32::from_be_bytes(self.array()?))
+    }
+
+    pub fn i64(&mut self) -> DecodeResult<i64> {
+        Ok(i64::from_be_bytes(self.array()?))
+    }
+
+    /// An unsigned varint of at most 5 bytes.
+    pub fn uvarint(&mut self) -> DecodeResult<u32> {
+        let mut value: u64 = 0;
+        for i in 0..5 {
+            let b = self.array::<1>()?[0];
+            value |= u64::from(b & 0x7f) << (7 * i);
+            if b & 0x80 == 0 {
+                return u32::try_from(value).or_else(|_| self.error("varint overflows u32"));
+            }
+        }
+        self.error("varint longer than 5 bytes")
+    }
+
+    fn utf8(&self, b: Bytes) -> DecodeResult<String> {
+        String::from_utf8(b.to_vec()).or_else(|_| self.error("string is not UTF-8"))
+    }
+
+    /// An INT16-length string; `None` for length -1.
+    pub fn nullable_string(&mut self) -> DecodeResult<Option<String>> {
+        let len = self.i16()?;
+        if len == -1 {
+            return Ok(None);
+        }
+        let len = usize::try_from(len).or_else(|_| self.error(format!("string length {len}")))?;
+        let b = self.take(len)?;
+        self.utf8(b).map(Some)
+    }
+
+    pub fn string(&mut self) -> DecodeResult<String> {
+        self.nullable_string()?
+            .map_or_else(|| self.error("null where a string is required"), Ok)
+    }
+
+    /// A COMPACT_NULLABLE_STRING (varint length + 1, 0 = null).
+    pub fn compact_nullable_string(&mut self) -> DecodeResult<Option<String>> {
+        let n = self.uvarint()? as usize;
+        if n == 0 {
+            return Ok(None);
+        }
+        let b = self.take(n - 1)?;
+        self.utf8(b).map(Some)
+    }
+
+    /// INT32-length bytes; `None` for length -1. The bytes share the frame.
+    pub fn nullable_bytes(&mut self) -> DecodeResult<Option<Bytes>> {
+        let len = self.i32()?;
+        if len == -1 {
+            return Ok(None);
+        }
+        let len = usize::try_from(len).or_else(|_| self.error(format!("bytes length {len}")))?;
+        self.take(len).map(Some)
+    }
+
+    /// An INT32 array count, bounded by the bytes left: each element takes
+    /// at least `min_element` bytes. `None` for a null array (-1).
+    pub fn nullable_array_len(&mut self, min_element: usize) -> DecodeResult<Option<usize>> {
+        let n = self.i32()?;
+        if n == -1 {
+            return Ok(None);
+        }
+        self.bounded_count(i64::from(n), min_element).map(Some)
+    }
+
+    pub fn array_len(&mut self, min_element: usize) -> DecodeResult<usize> {
+        self.nullable_array_len(min_element)?
+            .map_or_else(|| self.error("null where an array is required"), Ok)
+    }
+
+    fn bounded_count(&self, n: i64, min_element: usize) -> DecodeResult<usize> {
+        let n = usize::try_from(n).or_else(|_| self.error(format!("array count {n}")))?;
+        if n.saturating_mul(min_element.max(1)) > self.remaining() {
+            return self.error(format!(
+                "array of {n} elements cannot fit in {} bytes",
+                self.remaining()
+            ));
+        }
+        Ok(n)
+    }
+
+    /// Skip a tagged-field section (flexible versions).
+    pub fn tagged_fields(&mut self) -> DecodeResult<()> {
+        let n = self.uvarint()? as usize;
+        let n = self.bounded_count(n as i64, 2)?;
+        for _ in 0..n {
+            let _tag = self.uvarint()?;
+            let size = self.uvarint()? as usize;
+            self.take(size)?;
+        }
+        Ok(())
+    }
+
+    /// Requests must be consumed exactly.
+    pub fn expect_end(&self) -> DecodeResult<()> {
+        if self.remaining() != 0 {
+            return self.error(format!("{} unexpected trailing bytes", self.remaining()));
+        }
+        Ok(())
+    }
+}
+
+/// Response encoding.
+#[derive(Default)]
+pub struct Writer {
+    pub buf: BytesMut,
+}
+
+impl Writer {
+    pub fn i8(&mut self, v: i8) {
+        self.buf.put_i8(v);
+    }
+    pub fn bool(&mut self, v: bool) {
+        self.buf.put_i8(v as i8);
+    }
+    pub fn i16(&mut self, v: i16) {
+        self.buf.put_i16(v);
+    }
+    pub fn i32(&mut self, v: i32) {
+        self.buf.put_i32(v);
+    }
+    pub fn i64(&mut self, v: i64) {
+        self.buf.put_i64(v);
+    }
+    pub fn uvarint(&mut self, mut v: u32) {
+        while v >= 0x80 {
+            self.buf.put_u8((v as u8) | 0x80);
+            v >>= 7;
+        }
+        self.buf.put_u8(v as u8);
+    }
+    /// An INT16-length string (truncated to i16::MAX bytes).
+    pub fn string(&mut self, s: &str) {
+        let b = &s.as_bytes()[..s.len().min(i16::MAX as usize)];
+        self.i16(b.len() as i16);
+        self.buf.put_slice(b);
+    }
+    pub fn nullable_string(&mut self, s: Option<&str>) {
+        match s {
+            Some(s) => self.string(s),
+            None => self.i16(-1),
+        }
+    }
+    /// INT32-length bytes from several parts.
+    pub fn bytes_parts(&mut self, parts: &[Bytes]) {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        self.i32(i32::try_from(len).unwrap_or(i32::MAX));
+        for p in parts {
+            self.buf.put_slice(p);
+        }
+    }
+    pub fn array_len(&mut self, n: usize) {
+        self.i32(i32::try_from(n).unwrap_or(i32::MAX));
+    }
+    pub fn compact_array_len(&mut self, n: usize) {
+        self.uvarint(u32::try_from(n + 1).unwrap_or(u32::MAX));
+    }
+    /// An empty tagged-field section.
+    pub fn no_tagged_fields(&mut self) {
+        self.uvarint(0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varints_round_trip_and_overlong_ones_are_refused() {
+        for v in [0u32, 1, 127, 128, 300, 16_383, 16_384, u32::MAX] {
+            let mut w = Writer::default();
+            w.uvarint(v);
+            let mut r = Reader::new(w.buf.freeze());
+            assert_eq!(r.uvarint().unwrap(), v);
+            r.expect_end().unwrap();
+        }
+        let mut r = Reader::new(Bytes::from_static(&[0xff, 0xff, 0xff, 0xff, 0xff, 0x01]));
+        assert!(r.uvarint().is_err());
+        let mut r = Reader::new(Bytes::from_static(&[0xff, 0xff]));
+        assert!(r.uvarint().is_err(), "truncated");
+    }
+
+    #[test]
+    fn array_counts_are_bounded_by_the_bytes_left() {
+        let mut r = Reader::new(Bytes::from_static(&[0x7f, 0xff, 0xff, 0xff, 0, 0, 0, 0]));
+        assert!(r.array_len(1).is_err(), "2^31 elements in 4 bytes");
+        let mut r = Reader::new(Bytes::from_static(&[0, 0, 0, 2, 0, 0, 0, 0]));
+        assert_eq!(r.array_len(2).unwrap(), 2);
+        let mut r = Reader::new(Bytes::from_static(&[0, 0, 0, 2, 0, 0, 0, 0]));
+        assert!(r.array_len(3).is_err());
+        let mut r = Reader::new(Bytes::from_static(&[0xff, 0xff, 0xff, 0xff]));
+        assert_eq!(r.nullable_array_len(4).unwrap(), None);
+        let mut r = Reader::new(Bytes::from_static(&[0xff, 0xff, 0xff, 0xfe]));
+        assert!(r.nullable_array_len(4).is_err(), "negative counts other than -1");
+    }
+
+    #[test]
+    fn strings_and_bytes_are_bounded() {
+        let mut r = Reader::new(Bytes::from_static(&[0, 5, b'a', b'b']));
+        assert!(r.string().is_err());
+        let mut r = Reader::new(Bytes::from_static(&[0x7f, 0xff, 0xff, 0xff]));
+        assert!(r.nullable_bytes().is_err());
+        let mut r = Reader::new(Bytes::from_static(&[0xff, 0xff]));
+        assert_eq!(r.nullable_string().unwrap(), None);
+        let mut r = Reader::new(Bytes::from_static(&[3, b'h', b'i']));
+        assert_eq!(r.compact_nullable_string().unwrap().as_deref(), Some("hi"));
+        let mut r = Reader::new(Bytes::from_static(&[1, 0x05, 0xff, 0xff, 0xff, 0x0f, 1]));
+        assert!(r.tagged_fields().is_err(), "a tagged field claiming 4 GB");
+    }
+}
