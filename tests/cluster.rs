@@ -179,7 +179,7 @@ async fn a_clean_shutdown_hands_streams_over_in_about_a_second() {
     assert_eq!(b.phase(), Phase::Stopped);
     a.meta.wait_for(b.meta.applied()).await;
     assert!(a.meta.view().nodes[&b.id].fenced, "the node fenced itself");
-    assert!(eventually(Duration::from_secs(10), || a.open_streams().len() == 4).await);
+    assert!(eventually(Duration::from_secs(20), || a.open_streams().len() == 4).await);
     let handoff = started.elapsed();
     eprintln!("clean handoff took {handoff:?}");
     for p in 0..4 {
