@@ -124,6 +124,16 @@ pub enum Command {
         node: NodeId,
         epoch: NodeEpoch,
     },
+    /// A consumer group's committed offsets: (stream, offset, metadata).
+    /// Applies only if every stream exists and is not deleted, all or nothing.
+    CommitOffsets {
+        group: String,
+        offsets: Vec<(StreamId, i64, Option<String>)>,
+    },
+    /// Forget a consumer group's committed offsets.
+    DeleteGroup {
+        group: String,
+    },
 }
 
 impl Command {
@@ -146,6 +156,8 @@ impl Command {
             Command::CompleteTransfer { .. } => "CompleteTransfer",
             Command::CancelTransfer { .. } => "CancelTransfer",
             Command::DrainNode { .. } => "DrainNode",
+            Command::CommitOffsets { .. } => "CommitOffsets",
+            Command::DeleteGroup { .. } => "DeleteGroup",
         }
     }
 }

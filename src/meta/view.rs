@@ -103,6 +103,36 @@ pub struct View {
     #[serde(with = "map_as_pairs")]
     pub streams: BTreeMap<StreamId, StreamRow>,
     pub next_topic_id: TopicId,
+    /// Consumer groups' committed offsets: group -> stream -> (offset, metadata).
+    #[serde(default, with = "group_offsets")]
+    pub groups: BTreeMap<String, GroupOffsets>,
+}
+
+/// One consumer group's committed offsets: stream -> (offset, metadata).
+pub type GroupOffsets = BTreeMap<StreamId, (i64, Option<String>)>;
+
+/// Serialize each group's offsets as pairs (JSON needs string keys).
+mod group_offsets {
+    use super::GroupOffsets;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use std::collections::BTreeMap;
+
+    #[derive(Serialize)]
+    struct Ser<'a>(#[serde(with = "super::map_as_pairs")] &'a GroupOffsets);
+
+    #[derive(Deserialize)]
+    struct De(#[serde(with = "super::map_as_pairs")] GroupOffsets);
+
+    pub fn serialize<S: Serializer>(m: &BTreeMap<String, GroupOffsets>, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(m.iter().map(|(k, v)| (k, Ser(v))))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, GroupOffsets>, D::Error> {
+        Ok(BTreeMap::<String, De>::deserialize(d)?
+            .into_iter()
+            .map(|(k, v)| (k, v.0))
+            .collect())
+    }
 }
 
 /// An applied log entry: who proposed it and what it holds.
@@ -244,6 +274,8 @@ impl View {
             } => self.complete_transfer(proposer, *stream, *stream_epoch, *end),
             Command::CancelTransfer { stream, stream_epoch } => self.cancel_transfer(proposer, *stream, *stream_epoch),
             Command::DrainNode { node, epoch } => self.drain_node(node, *epoch),
+            Command::CommitOffsets { group, offsets } => self.commit_offsets(group, offsets),
+            Command::DeleteGroup { group } => self.delete_group(group),
         };
         match result {
             Ok(()) => Outcome::Applied,
@@ -712,6 +744,30 @@ impl View {
                 "stream {stream} has no transfer at {stream_epoch}"
             ))),
         }
+    }
+
+    fn commit_offsets(&mut self, group: &str, offsets: &[(StreamId, i64, Option<String>)]) -> Result<(), Rejection> {
+        if group.is_empty() {
+            return Err(Rejection::Invalid("group id is empty".into()));
+        }
+        for (stream, _, _) in offsets {
+            match self.streams.get(stream) {
+                Some(r) if r.state != StreamState::Deleted => {}
+                _ => return Err(Rejection::Precondition(format!("stream {stream} does not exist"))),
+            }
+        }
+        let g = self.groups.entry(group.to_string()).or_default();
+        for (stream, offset, metadata) in offsets {
+            g.insert(*stream, (*offset, metadata.clone()));
+        }
+        Ok(())
+    }
+
+    fn delete_group(&mut self, group: &str) -> Result<(), Rejection> {
+        self.groups
+            .remove(group)
+            .map(|_| ())
+            .ok_or_else(|| Rejection::Precondition(format!("group {group:?} has no committed offsets")))
     }
 
     fn drain_node(&mut self, node: &NodeId, epoch: NodeEpoch) -> Result<(), Rejection> {

@@ -1072,3 +1072,46 @@ fn the_owner_commits_its_tail_while_transferring() {
     );
     assert_eq!(done, Outcome::Applied);
 }
+
+fn commit(h: &mut Harness, e: NodeEpoch, group: &str, offsets: Vec<(StreamId, i64, Option<String>)>) -> Outcome {
+    h.apply_as(
+        "n1",
+        Some(e.0),
+        Command::CommitOffsets {
+            group: group.into(),
+            offsets,
+        },
+    )
+}
+
+#[test]
+fn commit_offsets_stores_the_latest_offset_per_stream() {
+    let (mut h, e, s) = Harness::with_open_stream();
+    assert_eq!(commit(&mut h, e, "g", vec![(s, 3, None)]), Outcome::Applied);
+    assert_eq!(commit(&mut h, e, "g", vec![(s, 7, Some("m".into()))]), Outcome::Applied);
+    assert_eq!(h.view.groups["g"][&s], (7, Some("m".to_string())));
+    let json = serde_json::to_string(&h.view).unwrap();
+    assert_eq!(serde_json::from_str::<View>(&json).unwrap(), h.view);
+}
+
+#[test]
+fn commit_offsets_is_all_or_nothing_for_unknown_or_deleted_streams() {
+    let (mut h, e, s) = Harness::with_open_stream();
+    let unknown = StreamId::new(h.view.topics["t"].id, 999);
+    assert!(rejected(&commit(&mut h, e, "g", vec![(s, 1, None), (unknown, 1, None)])));
+    assert!(!h.view.groups.contains_key("g"));
+    assert!(rejected(&commit(&mut h, e, "", vec![(s, 1, None)])));
+    h.apply_as("n1", Some(e.0), Command::DeleteTopic { name: "t".into() });
+    assert!(rejected(&commit(&mut h, e, "g", vec![(s, 1, None)])));
+    assert!(h.view.groups.is_empty());
+}
+
+#[test]
+fn delete_group_forgets_its_offsets_and_rejects_an_unknown_group() {
+    let (mut h, e, s) = Harness::with_open_stream();
+    commit(&mut h, e, "g", vec![(s, 3, None)]);
+    let delete = |h: &mut Harness| h.apply_as("n1", Some(e.0), Command::DeleteGroup { group: "g".into() });
+    assert_eq!(delete(&mut h), Outcome::Applied);
+    assert!(h.view.groups.is_empty());
+    assert!(rejected(&delete(&mut h)));
+}
