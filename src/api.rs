@@ -237,6 +237,15 @@ pub struct Limits {
 }
 
 /// What a node does for its front doors.
+/// One committed offset of a consumer group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupOffset {
+    pub topic: String,
+    pub partition: u32,
+    pub offset: i64,
+    pub metadata: Option<String>,
+}
+
 #[async_trait]
 pub trait Engine: Send + Sync + 'static {
     fn limits(&self) -> Limits;
@@ -285,6 +294,25 @@ pub trait Engine: Send + Sync + 'static {
     async fn transfer(&self, topic: &str, partition: u32, to: &str) -> ApiResult<()> {
         let _ = (topic, partition, to);
         Err(ApiError::new(ErrorCode::NotFound, "transfers are not supported here"))
+    }
+    /// Durably commit a consumer group's offsets (all or nothing).
+    async fn commit_offsets(&self, group: &str, offsets: Vec<GroupOffset>) -> ApiResult<()> {
+        let _ = (group, offsets);
+        Err(ApiError::new(ErrorCode::NotFound, "consumer groups are not supported here"))
+    }
+    /// A consumer group's committed offsets.
+    fn committed_offsets(&self, group: &str) -> Vec<GroupOffset> {
+        let _ = group;
+        Vec::new()
+    }
+    /// Groups with committed offsets.
+    fn offset_groups(&self) -> Vec<String> {
+        Vec::new()
+    }
+    /// Forget a consumer group's committed offsets (`not_found` if it has none).
+    async fn delete_group(&self, group: &str) -> ApiResult<()> {
+        let _ = group;
+        Err(ApiError::new(ErrorCode::NotFound, "consumer groups are not supported here"))
     }
     /// Mark a node draining: placement avoids it and its streams move away.
     async fn drain(&self, node: &str) -> ApiResult<()> {

@@ -9,10 +9,15 @@
 //! `kafka-protocol` crate sizes allocations from wire counts; see
 //! docs/kafka.md.)
 
+mod coordinator;
+pub mod group_proto;
+pub mod groups;
 pub mod proto;
 pub mod wire;
 
 use crate::api::{ApiError, Engine, ErrorCode};
+use group_proto::*;
+use groups::Groups;
 use crate::ids::Offset;
 use bytes::Bytes;
 use proto::*;
@@ -85,14 +90,26 @@ pub fn broker_id(node: &str) -> i32 {
 pub async fn serve(engine: Arc<dyn Engine>, listener: TcpListener, opts: Options, stop: watch::Receiver<bool>) {
     let mut conns = tokio::task::JoinSet::new();
     let mut stopping = stop.clone();
+    let groups = Arc::new(Groups::new());
+    let ticker = tokio::spawn({
+        let groups = groups.clone();
+        async move {
+            let mut every = tokio::time::interval(Duration::from_millis(250));
+            loop {
+                every.tick().await;
+                groups.tick(tokio::time::Instant::now());
+            }
+        }
+    });
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((socket, peer)) => {
                     let _ = socket.set_nodelay(true);
-                    let (engine, stop) = (engine.clone(), stop.clone());
+                    let (engine, stop, groups) = (engine.clone(), stop.clone(), groups.clone());
                     conns.spawn(async move {
-                        if let Err(e) = connection(engine, opts, socket, stop).await {
+                        let host = peer.ip().to_string();
+                        if let Err(e) = connection(engine, groups, opts, socket, &host, stop).await {
                             tracing::info!(%peer, error = %e, "kafka connection closed");
                         }
                     });
@@ -107,6 +124,7 @@ pub async fn serve(engine: Arc<dyn Engine>, listener: TcpListener, opts: Options
         }
     }
     drop(listener);
+    ticker.abort();
     let drained = async { while conns.join_next().await.is_some() {} };
     if tokio::time::timeout(Duration::from_secs(5), drained).await.is_err() {
         conns.shutdown().await;
@@ -161,8 +179,10 @@ pub async fn read_frame<R: AsyncRead + Unpin>(r: &mut R, max_frame_bytes: usize)
 
 async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
     engine: Arc<dyn Engine>,
+    groups: Arc<Groups>,
     opts: Options,
     socket: S,
+    peer: &str,
     mut stop: watch::Receiver<bool>,
 ) -> Result<(), ConnError> {
     let (mut rd, mut wr) = tokio::io::split(socket);
@@ -174,7 +194,7 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
         let Some(frame) = frame else { return Ok(()) };
         let api = api_name(&frame);
         let started = tokio::time::Instant::now();
-        let handled = handle(engine.as_ref(), opts, frame).await;
+        let handled = handle_in(engine.as_ref(), &groups, opts, frame, peer).await;
         let outcome = if handled.is_ok() { "ok" } else { "malformed" };
         crate::telemetry::observe(
             "kafka_request_seconds",
@@ -198,6 +218,7 @@ fn api_name(frame: &[u8]) -> &'static str {
         Some(LIST_OFFSETS) => "list_offsets",
         Some(METADATA) => "metadata",
         Some(API_VERSIONS) => "api_versions",
+        Some(k) if is_group_api(k) => "group",
         _ => "other",
     }
 }
@@ -206,6 +227,17 @@ fn api_name(frame: &[u8]) -> &'static str {
 /// `None` when the request wants no response (acks=0), or an error that
 /// closes the connection (a frame that does not decode).
 pub async fn handle(engine: &dyn Engine, opts: Options, frame: Bytes) -> Result<Option<Bytes>, DecodeError> {
+    handle_in(engine, &Groups::new(), opts, frame, "").await
+}
+
+/// [`handle`] with the node's group coordinator state and the client's host.
+pub async fn handle_in(
+    engine: &dyn Engine,
+    groups: &Groups,
+    opts: Options,
+    frame: Bytes,
+    peer: &str,
+) -> Result<Option<Bytes>, DecodeError> {
     let mut peek = Reader::new(frame.clone());
     let key = peek.i16()?;
     let version = peek.i16()?;
@@ -251,6 +283,10 @@ pub async fn handle(engine: &dyn Engine, opts: Options, frame: Bytes) -> Result<
             let req = decode_list_offsets(&mut r, version)?;
             let topics = list_offsets(engine, req).await;
             encode_list_offsets(&mut w, version, &topics);
+        }
+        k if is_group_api(k) => {
+            let client = header.client_id.clone().unwrap_or_default();
+            coordinator::group_request(engine, groups, k, version, &mut r, &client, peer, &mut w).await?;
         }
         _ => unreachable!("supported() admits only the keys above"),
     }

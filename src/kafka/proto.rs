@@ -15,12 +15,22 @@ pub const API_VERSIONS: i16 = 18;
 
 /// (api key, min version, max version): what ApiVersions advertises, and
 /// exactly what the decoders below accept.
-pub const SUPPORTED: [(i16, i16, i16); 5] = [
+pub const SUPPORTED: [(i16, i16, i16); 15] = [
     (PRODUCE, 3, 8),
     (FETCH, 4, 11),
     (LIST_OFFSETS, 1, 5),
     (METADATA, 0, 8),
+    (super::group_proto::OFFSET_COMMIT, 0, 7),
+    (super::group_proto::OFFSET_FETCH, 0, 5),
+    (super::group_proto::FIND_COORDINATOR, 0, 2),
+    (super::group_proto::JOIN_GROUP, 0, 5),
+    (super::group_proto::HEARTBEAT, 0, 3),
+    (super::group_proto::LEAVE_GROUP, 0, 3),
+    (super::group_proto::SYNC_GROUP, 0, 3),
+    (super::group_proto::DESCRIBE_GROUPS, 0, 4),
+    (super::group_proto::LIST_GROUPS, 0, 2),
     (API_VERSIONS, 0, 3),
+    (super::group_proto::DELETE_GROUPS, 0, 1),
 ];
 
 pub fn supported(key: i16, version: i16) -> bool {

@@ -1,0 +1,379 @@
+//! Handlers of the consumer-group APIs over [`Groups`] (membership, in
+//! memory) and the [`Engine`] (committed offsets, in the metadata log).
+
+use super::group_proto::*;
+use super::groups::{self, code as gcode, Groups, Join, Joined};
+use super::wire::{DecodeResult, Reader, Writer};
+use super::{broker_id, code, split_addr};
+use crate::api::{Engine, ErrorCode, GroupOffset};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// The node that coordinates `group`: the group id hashed over the sorted
+/// ids of the live nodes, so every node computes the same answer from its
+/// view. `None` when no node is live. (node id, kafka address)
+pub fn coordinator_of(engine: &dyn Engine, group: &str) -> Option<(String, String)> {
+    let nodes = engine.nodes();
+    let mut live: Vec<(String, String)> = nodes
+        .nodes
+        .into_iter()
+        .filter(|n| n.live && !n.fenced)
+        .map(|n| (n.node_id, n.kafka_addr))
+        .collect();
+    live.sort();
+    if live.is_empty() {
+        return None;
+    }
+    let i = crc32c::crc32c(group.as_bytes()) as usize % live.len();
+    Some(live.swap_remove(i))
+}
+
+/// `Ok` if this node coordinates `group`, else the error code to answer.
+fn check_coordinator(engine: &dyn Engine, group: &str) -> Result<(), i16> {
+    match coordinator_of(engine, group) {
+        Some((id, _)) if id == engine.ready().node_id => Ok(()),
+        Some(_) => Err(gcode::NOT_COORDINATOR),
+        None => Err(gcode::COORDINATOR_NOT_AVAILABLE),
+    }
+}
+
+fn ms(v: i32) -> Duration {
+    Duration::from_millis(u64::try_from(v).unwrap_or(0))
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn group_request(
+    engine: &dyn Engine,
+    groups: &Groups,
+    key: i16,
+    version: i16,
+    r: &mut Reader,
+    client_id: &str,
+    peer: &str,
+    w: &mut Writer,
+) -> DecodeResult<()> {
+    match key {
+        FIND_COORDINATOR => {
+            let req = decode_find_coordinator(r, version)?;
+            match coordinator_of(engine, &req.key) {
+                Some((id, addr)) if req.key_type == 0 => {
+                    let (host, port) = split_addr(&addr);
+                    encode_find_coordinator(w, version, code::NONE, broker_id(&id), &host, port);
+                }
+                _ => encode_find_coordinator(w, version, gcode::COORDINATOR_NOT_AVAILABLE, -1, "", -1),
+            }
+        }
+        JOIN_GROUP => {
+            let req = decode_join_group(r, version)?;
+            let joined = join(engine, groups, version, req, client_id, peer).await;
+            encode_join_group(w, version, &joined);
+        }
+        SYNC_GROUP => {
+            let req = decode_sync_group(r, version)?;
+            let answer = match check_coordinator(engine, &req.group_id) {
+                Err(e) => Err(e),
+                Ok(()) => sync(groups, req).await,
+            };
+            match answer {
+                Ok(a) => encode_sync_group(w, version, code::NONE, &a),
+                Err(e) => encode_sync_group(w, version, e, &bytes::Bytes::new()),
+            }
+        }
+        HEARTBEAT => {
+            let req = decode_heartbeat(r, version)?;
+            let e = check_coordinator(engine, &req.group_id).err().unwrap_or_else(|| {
+                groups.heartbeat(&req.group_id, req.generation_id, &req.member_id, Instant::now())
+            });
+            encode_error_only(w, version >= 1, e);
+        }
+        LEAVE_GROUP => {
+            let req = decode_leave_group(r, version)?;
+            match check_coordinator(engine, &req.group_id) {
+                Err(e) => encode_leave_group(w, version, e, &[]),
+                Ok(()) => {
+                    let results: Vec<(String, i16)> = req
+                        .member_ids
+                        .iter()
+                        .map(|m| (m.clone(), groups.leave(&req.group_id, m, Instant::now())))
+                        .collect();
+                    let top = if version >= 3 { code::NONE } else { results[0].1 };
+                    encode_leave_group(w, version, top, &results);
+                }
+            }
+        }
+        OFFSET_COMMIT => {
+            let req = decode_offset_commit(r, version)?;
+            let topics = offset_commit(engine, groups, req).await;
+            encode_offset_commit(w, version, &topics);
+        }
+        OFFSET_FETCH => {
+            let req = decode_offset_fetch(r, version)?;
+            let (e, topics) = offset_fetch(engine, req);
+            encode_offset_fetch(w, version, e, &topics);
+        }
+        LIST_GROUPS => {
+            decode_list_groups(r, version)?;
+            let me = engine.ready().node_id;
+            let mut list = groups.list();
+            for g in engine.offset_groups() {
+                let mine = coordinator_of(engine, &g).is_some_and(|(id, _)| id == me);
+                if mine && !list.iter().any(|(id, _)| *id == g) {
+                    list.push((g, "consumer".into()));
+                }
+            }
+            list.sort();
+            encode_list_groups(w, version, code::NONE, &list);
+        }
+        DESCRIBE_GROUPS => {
+            let ids = decode_group_ids(r, version, key)?;
+            let described: Vec<DescribedGroup> = ids.into_iter().map(|g| describe(engine, groups, g)).collect();
+            encode_describe_groups(w, version, &described);
+        }
+        DELETE_GROUPS => {
+            let ids = decode_group_ids(r, version, key)?;
+            let mut results = Vec::with_capacity(ids.len());
+            for g in ids {
+                let e = delete_group(engine, groups, &g).await;
+                results.push((g, e));
+            }
+            encode_delete_groups(w, &results);
+        }
+        _ => unreachable!("only group APIs are routed here"),
+    }
+    Ok(())
+}
+
+async fn join(
+    engine: &dyn Engine,
+    groups: &Groups,
+    version: i16,
+    req: JoinGroupRequest,
+    client_id: &str,
+    peer: &str,
+) -> Joined {
+    if let Err(e) = check_coordinator(engine, &req.group_id) {
+        return Joined::error(e, &req.member_id);
+    }
+    let rebalance_timeout = ms(req.rebalance_timeout_ms).min(groups::MAX_SESSION);
+    let group = req.group_id.clone();
+    let j = Join {
+        group: req.group_id,
+        member_id: req.member_id,
+        client_id: client_id.to_string(),
+        client_host: format!("/{peer}"),
+        session_timeout: ms(req.session_timeout_ms),
+        rebalance_timeout,
+        protocol_type: req.protocol_type,
+        protocols: req.protocols,
+        require_known_member_id: version >= 4,
+    };
+    let member_id = match groups.join(j, Instant::now()) {
+        Ok(id) => id,
+        Err(answer) => return answer,
+    };
+    let deadline = Instant::now() + rebalance_timeout + Duration::from_secs(5);
+    let timeout = Joined::error(gcode::REBALANCE_IN_PROGRESS, &member_id);
+    groups::wait_for(groups, deadline, || groups.join_result(&group, &member_id), timeout).await
+}
+
+async fn sync(groups: &Groups, req: SyncGroupRequest) -> Result<bytes::Bytes, i16> {
+    let now = Instant::now();
+    groups.sync(
+        &req.group_id,
+        req.generation_id,
+        &req.member_id,
+        req.assignments,
+        now,
+    )?;
+    let deadline = now + Duration::from_secs(60);
+    groups::wait_for(
+        groups,
+        deadline,
+        || groups.sync_result(&req.group_id, req.generation_id, &req.member_id),
+        Err(gcode::REBALANCE_IN_PROGRESS),
+    )
+    .await
+}
+
+async fn offset_commit(engine: &dyn Engine, groups: &Groups, req: OffsetCommitRequest) -> Vec<(String, Vec<(i32, i16)>)> {
+    let all = |topics: &[(String, Vec<CommitPartition>)], e: i16| -> Vec<(String, Vec<(i32, i16)>)> {
+        topics
+            .iter()
+            .map(|(t, ps)| (t.clone(), ps.iter().map(|p| (p.partition, e)).collect()))
+            .collect()
+    };
+    let check = check_coordinator(engine, &req.group_id)
+        .err()
+        .unwrap_or_else(|| groups.check_commit(&req.group_id, req.generation_id, &req.member_id));
+    if check != code::NONE {
+        return all(&req.topics, check);
+    }
+    // Unknown partitions fail alone; the rest commit together.
+    let mut offsets = Vec::new();
+    let mut out: Vec<(String, Vec<(i32, i16)>)> = Vec::with_capacity(req.topics.len());
+    for (topic, parts) in &req.topics {
+        let count = engine.partitions(topic).ok();
+        let mut answers = Vec::with_capacity(parts.len());
+        for p in parts {
+            let known = count.is_some_and(|n| p.partition >= 0 && (p.partition as u32) < n);
+            if known {
+                offsets.push(GroupOffset {
+                    topic: topic.clone(),
+                    partition: p.partition as u32,
+                    offset: p.offset,
+                    metadata: p.metadata.clone(),
+                });
+            }
+            answers.push((
+                p.partition,
+                if known {
+                    code::NONE
+                } else {
+                    code::UNKNOWN_TOPIC_OR_PARTITION
+                },
+            ));
+        }
+        out.push((topic.clone(), answers));
+    }
+    if offsets.is_empty() {
+        return out;
+    }
+    if let Err(e) = engine.commit_offsets(&req.group_id, offsets).await {
+        let failed = match e.code {
+            ErrorCode::TopicNotFound | ErrorCode::PartitionNotFound => code::UNKNOWN_TOPIC_OR_PARTITION,
+            ErrorCode::Unavailable => gcode::COORDINATOR_NOT_AVAILABLE,
+            _ => code::UNKNOWN_SERVER_ERROR,
+        };
+        tracing::info!(group = %req.group_id, error = %e, "offset commit failed");
+        for (_, answers) in &mut out {
+            for a in answers.iter_mut().filter(|a| a.1 == code::NONE) {
+                a.1 = failed;
+            }
+        }
+    }
+    out
+}
+
+fn offset_fetch(engine: &dyn Engine, req: OffsetFetchRequest) -> (i16, Vec<(String, Vec<FetchedOffset>)>) {
+    if let Err(e) = check_coordinator(engine, &req.group_id) {
+        let topics = req
+            .topics
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(t, ps)| {
+                let parts = ps
+                    .into_iter()
+                    .map(|p| FetchedOffset {
+                        partition: p,
+                        offset: -1,
+                        metadata: None,
+                        error_code: e,
+                    })
+                    .collect();
+                (t, parts)
+            })
+            .collect();
+        return (e, topics);
+    }
+    let committed = engine.committed_offsets(&req.group_id);
+    let found = |t: &str, p: i32| {
+        committed
+            .iter()
+            .find(|o| o.topic == t && i64::from(o.partition) == i64::from(p))
+            .map(|o| FetchedOffset {
+                partition: p,
+                offset: o.offset,
+                metadata: Some(o.metadata.clone().unwrap_or_default()),
+                error_code: code::NONE,
+            })
+            .unwrap_or(FetchedOffset {
+                partition: p,
+                offset: -1,
+                metadata: Some(String::new()),
+                error_code: code::NONE,
+            })
+    };
+    let topics = match req.topics {
+        Some(topics) => topics
+            .into_iter()
+            .map(|(t, ps)| {
+                let parts = ps.into_iter().map(|p| found(&t, p)).collect();
+                (t, parts)
+            })
+            .collect(),
+        None => {
+            let mut by_topic: Vec<(String, Vec<FetchedOffset>)> = Vec::new();
+            for o in &committed {
+                let f = found(&o.topic, o.partition as i32);
+                match by_topic.iter_mut().find(|(t, _)| *t == o.topic) {
+                    Some((_, ps)) => ps.push(f),
+                    None => by_topic.push((o.topic.clone(), vec![f])),
+                }
+            }
+            by_topic
+        }
+    };
+    (code::NONE, topics)
+}
+
+fn describe(engine: &dyn Engine, groups: &Groups, group: String) -> DescribedGroup {
+    let empty = |error_code, state: &str| DescribedGroup {
+        error_code,
+        group_id: group.clone(),
+        state: state.to_string(),
+        protocol_type: String::new(),
+        protocol: String::new(),
+        members: Vec::new(),
+    };
+    if let Err(e) = check_coordinator(engine, &group) {
+        return empty(e, "");
+    }
+    match groups.describe(&group) {
+        Some(g) => {
+            let protocol = g.protocol.clone().unwrap_or_default();
+            DescribedGroup {
+                error_code: code::NONE,
+                group_id: group.clone(),
+                state: g.phase.name().to_string(),
+                protocol_type: g.protocol_type.clone(),
+                protocol: protocol.clone(),
+                members: g
+                    .members
+                    .values()
+                    .map(|m| DescribedMember {
+                        member_id: m.id.clone(),
+                        client_id: m.client_id.clone(),
+                        client_host: m.client_host.clone(),
+                        metadata: m
+                            .protocols
+                            .iter()
+                            .find(|(p, _)| *p == protocol)
+                            .map(|(_, b)| b.clone())
+                            .unwrap_or_default(),
+                        assignment: m.assignment.clone(),
+                    })
+                    .collect(),
+            }
+        }
+        None if engine.offset_groups().contains(&group) => DescribedGroup {
+            protocol_type: "consumer".into(),
+            ..empty(code::NONE, "Empty")
+        },
+        None => empty(code::NONE, "Dead"),
+    }
+}
+
+async fn delete_group(engine: &dyn Engine, groups: &Groups, group: &str) -> i16 {
+    if let Err(e) = check_coordinator(engine, group) {
+        return e;
+    }
+    if let Err(e) = groups.delete(group) {
+        return e;
+    }
+    match engine.delete_group(group).await {
+        Ok(()) => code::NONE,
+        Err(e) if e.code == ErrorCode::NotFound => gcode::GROUP_ID_NOT_FOUND,
+        Err(e) if e.code == ErrorCode::Unavailable => gcode::COORDINATOR_NOT_AVAILABLE,
+        Err(_) => code::UNKNOWN_SERVER_ERROR,
+    }
+}
