@@ -258,3 +258,64 @@ async fn kafka_python_produces_and_consumes() {
     assert_eq!(records.len(), 25);
     assert_eq!(records[24], (24, "k24".into(), "v24".into()));
 }
+
+async fn kafka_python_groups(mode: &str, topic: &str, partitions: u32) -> Option<Value> {
+    let mut check = std::process::Command::new("python3");
+    check.env("PYTHONPATH", python_path()).args(["-c", "import kafka"]);
+    if !have("kafka-python", &mut check) {
+        return None;
+    }
+    let c = start().await;
+    create_n(&reqwest::Client::new(), &c, topic, partitions).await;
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/kafka/kafka_python_groups.py");
+    let out = run(
+        tokio::process::Command::new("python3")
+            .env("PYTHONPATH", python_path())
+            .arg(script)
+            .args([&c.kafka, mode, topic, "g1"]),
+        "",
+    )
+    .await;
+    Some(serde_json::from_str(out.trim()).unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kafka_python_group_resumes_from_the_committed_offset() {
+    if let Some(v) = kafka_python_groups("resume", "pg", 1).await {
+        assert_eq!(v, json!({"first": 10, "second": 5}));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kafka_python_group_members_split_partitions_and_rebalance_on_leave() {
+    if let Some(v) = kafka_python_groups("split", "ps", 2).await {
+        assert_eq!(v["after"], json!([0, 1]));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kcat_balanced_consumer_reads_and_commits() {
+    if !have("kcat", std::process::Command::new("kcat").arg("-V")) {
+        return;
+    }
+    let c = start().await;
+    create_n(&reqwest::Client::new(), &c, "kg", 2).await;
+    let input: String = (0..20).map(|i| format!("k{i}:v{i}\n")).collect();
+    run(&mut kcat(&c, &["-P", "-t", "kg", "-K:"]), &input).await;
+    let group = ["-X", "auto.offset.reset=earliest", "-X", "enable.auto.commit=true"];
+    let consume = |c: &Cluster| {
+        let mut cmd = kcat(c, &group);
+        cmd.args(["-G", "kgroup", "kg", "-e", "-q", "-f", "%s\n"]);
+        cmd
+    };
+    let out = run(&mut consume(&c), "").await;
+    let mut got: Vec<&str> = out.lines().collect();
+    got.sort();
+    let mut want: Vec<String> = (0..20).map(|i| format!("v{i}")).collect();
+    want.sort();
+    assert_eq!(got, want);
+    // The group committed its offsets on close: a rerun reads nothing old.
+    run(&mut kcat(&c, &["-P", "-t", "kg", "-p", "0"]), "late\n").await;
+    let out = run(&mut consume(&c), "").await;
+    assert_eq!(out, "late\n");
+}

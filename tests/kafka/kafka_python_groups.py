@@ -1,0 +1,102 @@
+"""Consumer groups with kafka-python.
+
+Usage: kafka_python_groups.py BOOTSTRAP resume TOPIC GROUP
+       kafka_python_groups.py BOOTSTRAP split TOPIC GROUP
+
+resume: produce 10 records; a consumer in GROUP reads them with auto-commit
+off, commits, closes; 5 more are produced; a second consumer in GROUP gets
+exactly those 5.
+split: two consumers in GROUP share a 2-partition topic one partition each;
+after one closes (leaves), the other is assigned both.
+Prints one JSON line; exits non-zero on a mismatch.
+"""
+
+import json
+import sys
+import time
+
+from kafka import KafkaConsumer, KafkaProducer
+
+
+def producer(bootstrap):
+    return KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5, enable_idempotence=False)
+
+
+def consumer(bootstrap, topic, group):
+    return KafkaConsumer(
+        topic,
+        bootstrap_servers=bootstrap,
+        group_id=group,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        session_timeout_ms=6000,
+        heartbeat_interval_ms=500,
+        consumer_timeout_ms=8000,
+    )
+
+
+def read(c, want):
+    got = []
+    deadline = time.time() + 30
+    while len(got) < want and time.time() < deadline:
+        for records in c.poll(timeout_ms=500).values():
+            got.extend(r.value.decode() for r in records)
+    return got
+
+
+def resume(bootstrap, topic, group):
+    p = producer(bootstrap)
+    for i in range(10):
+        p.send(topic, value=f"a{i}".encode())
+    p.flush(timeout=30)
+    c = consumer(bootstrap, topic, group)
+    first = read(c, 10)
+    c.commit()
+    c.close()
+    for i in range(5):
+        p.send(topic, value=f"b{i}".encode())
+    p.flush(timeout=30)
+    p.close()
+    c = consumer(bootstrap, topic, group)
+    second = read(c, 5)
+    time.sleep(1)
+    second += [r.value.decode() for rs in c.poll(timeout_ms=500).values() for r in rs]
+    c.close()
+    if first != [f"a{i}" for i in range(10)] or second != [f"b{i}" for i in range(5)]:
+        sys.exit(f"first {first}, second {second}")
+    print(json.dumps({"first": len(first), "second": len(second)}))
+
+
+def assigned(c, n):
+    deadline = time.time() + 40
+    while time.time() < deadline:
+        c.poll(timeout_ms=200)
+        a = sorted(tp.partition for tp in c.assignment())
+        if len(a) == n:
+            return a
+    return sorted(tp.partition for tp in c.assignment())
+
+
+def split(bootstrap, topic, group):
+    a = consumer(bootstrap, topic, group)
+    assigned(a, 2)
+    b = consumer(bootstrap, topic, group)
+    deadline = time.time() + 40
+    while time.time() < deadline:
+        a.poll(timeout_ms=100)
+        b.poll(timeout_ms=100)
+        if len(a.assignment()) == 1 and len(b.assignment()) == 1:
+            break
+    pa = sorted(tp.partition for tp in a.assignment())
+    pb = sorted(tp.partition for tp in b.assignment())
+    b.close()
+    after = assigned(a, 2)
+    a.close()
+    if sorted(pa + pb) != [0, 1] or len(pa) != 1 or after != [0, 1]:
+        sys.exit(f"a {pa}, b {pb}, after {after}")
+    print(json.dumps({"a": pa, "b": pb, "after": after}))
+
+
+if __name__ == "__main__":
+    bootstrap, mode, topic, group = sys.argv[1:5]
+    {"resume": resume, "split": split}[mode](bootstrap, topic, group)
