@@ -13,6 +13,7 @@ Prints one JSON line; exits non-zero on a mismatch.
 
 import json
 import sys
+import threading
 import time
 
 from kafka import KafkaConsumer, KafkaProducer
@@ -67,31 +68,44 @@ def resume(bootstrap, topic, group):
     print(json.dumps({"first": len(first), "second": len(second)}))
 
 
-def assigned(c, n):
+class Member(threading.Thread):
+    """Polls one consumer in its own thread, publishing its assignment."""
+
+    def __init__(self, bootstrap, topic, group):
+        super().__init__(daemon=True)
+        self.args = (bootstrap, topic, group)
+        self.assignment = []
+        self.stop = threading.Event()
+
+    def run(self):
+        c = consumer(*self.args)
+        while not self.stop.is_set():
+            c.poll(timeout_ms=200)
+            self.assignment = sorted(tp.partition for tp in c.assignment())
+        c.close()
+
+
+def wait(cond):
     deadline = time.time() + 40
-    while time.time() < deadline:
-        c.poll(timeout_ms=200)
-        a = sorted(tp.partition for tp in c.assignment())
-        if len(a) == n:
-            return a
-    return sorted(tp.partition for tp in c.assignment())
+    while time.time() < deadline and not cond():
+        time.sleep(0.1)
+    return cond()
 
 
 def split(bootstrap, topic, group):
-    a = consumer(bootstrap, topic, group)
-    assigned(a, 2)
-    b = consumer(bootstrap, topic, group)
-    deadline = time.time() + 40
-    while time.time() < deadline:
-        a.poll(timeout_ms=100)
-        b.poll(timeout_ms=100)
-        if len(a.assignment()) == 1 and len(b.assignment()) == 1:
-            break
-    pa = sorted(tp.partition for tp in a.assignment())
-    pb = sorted(tp.partition for tp in b.assignment())
-    b.close()
-    after = assigned(a, 2)
-    a.close()
+    a = Member(bootstrap, topic, group)
+    a.start()
+    wait(lambda: a.assignment == [0, 1])
+    b = Member(bootstrap, topic, group)
+    b.start()
+    wait(lambda: len(a.assignment) == 1 and len(b.assignment) == 1)
+    pa, pb = a.assignment, b.assignment
+    b.stop.set()
+    b.join()
+    wait(lambda: a.assignment == [0, 1])
+    after = a.assignment
+    a.stop.set()
+    a.join()
     if sorted(pa + pb) != [0, 1] or len(pa) != 1 or after != [0, 1]:
         sys.exit(f"a {pa}, b {pb}, after {after}")
     print(json.dumps({"a": pa, "b": pb, "after": after}))
