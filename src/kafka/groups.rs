@@ -546,3 +546,6 @@ pub async fn wait_for<T>(groups: &Groups, deadline: Instant, mut f: impl FnMut()
     }
 }
 
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,154 @@
+//! The membership state machine: join, sync, rebalance, leave, expiry.
+
+use super::*;
+
+fn join_req(member: &str, protocols: &[&str], known: bool) -> Join {
+    Join {
+        group: "g".into(),
+        member_id: member.into(),
+        client_id: "c".into(),
+        client_host: "/127.0.0.1".into(),
+        session_timeout: Duration::from_secs(10),
+        rebalance_timeout: Duration::from_secs(30),
+        protocol_type: "consumer".into(),
+        protocols: protocols.iter().map(|p| (p.to_string(), Bytes::from(p.to_string()))).collect(),
+        require_known_member_id: known,
+    }
+}
+
+/// A member joins through the two-round handshake; returns its id.
+fn join_new(g: &Groups, now: Instant) -> String {
+    let id = match g.join(join_req("", &["range"], true), now) {
+        Err(j) => {
+            assert_eq!(j.error_code, code::MEMBER_ID_REQUIRED);
+            j.member_id
+        }
+        Ok(_) => panic!("a new member must first get an id"),
+    };
+    assert_eq!(g.join(join_req(&id, &["range"], true), now), Ok(id.clone()));
+    id
+}
+
+#[test]
+fn a_lone_member_joins_leads_and_syncs() {
+    let g = Groups::new();
+    let now = Instant::now();
+    let a = join_new(&g, now);
+    let j = g.join_result("g", &a).expect("the round completed");
+    assert_eq!((j.error_code, j.generation, j.leader.as_str()), (0, 1, a.as_str()));
+    assert_eq!(j.protocol, "range");
+    assert_eq!(j.members, vec![(a.clone(), Bytes::from("range"))]);
+    assert_eq!(g.sync_result("g", 1, &a), None, "waiting for the leader");
+    g.sync("g", 1, &a, vec![(a.clone(), Bytes::from("p0"))], now).unwrap();
+    assert_eq!(g.sync_result("g", 1, &a), Some(Ok(Bytes::from("p0"))));
+    assert_eq!(g.heartbeat("g", 1, &a, now), 0);
+    assert_eq!(g.describe("g").unwrap().phase, Phase::Stable);
+}
+
+#[test]
+fn an_unknown_member_id_and_bad_requests_are_refused() {
+    let g = Groups::new();
+    let now = Instant::now();
+    assert_eq!(
+        g.join(join_req("nobody", &["range"], true), now).unwrap_err().error_code,
+        code::UNKNOWN_MEMBER_ID
+    );
+    assert_eq!(
+        g.join(join_req("", &[], true), now).unwrap_err().error_code,
+        code::INCONSISTENT_GROUP_PROTOCOL
+    );
+    let mut short = join_req("", &["range"], true);
+    short.session_timeout = Duration::from_millis(10);
+    assert_eq!(g.join(short, now).unwrap_err().error_code, code::INVALID_SESSION_TIMEOUT);
+    let a = join_new(&g, now);
+    assert_eq!(
+        g.join(join_req("", &["other"], false), now).unwrap_err().error_code,
+        code::INCONSISTENT_GROUP_PROTOCOL
+    );
+    assert_eq!(g.heartbeat("g", 7, &a, now), code::ILLEGAL_GENERATION);
+    assert_eq!(g.heartbeat("g", 1, "nobody", now), code::UNKNOWN_MEMBER_ID);
+}
+
+#[test]
+fn a_second_member_triggers_a_rebalance_that_completes_when_all_rejoin() {
+    let g = Groups::new();
+    let now = Instant::now();
+    let a = join_new(&g, now);
+    g.sync("g", 1, &a, vec![], now).unwrap();
+    let b = join_new(&g, now);
+    assert_eq!(g.join_result("g", &b), None, "a has not rejoined");
+    assert_eq!(g.heartbeat("g", 1, &a, now), code::REBALANCE_IN_PROGRESS);
+    assert_eq!(g.sync("g", 1, &a, vec![], now), Err(code::REBALANCE_IN_PROGRESS));
+    g.join(join_req(&a, &["range"], true), now).unwrap();
+    let ja = g.join_result("g", &a).unwrap();
+    let jb = g.join_result("g", &b).unwrap();
+    assert_eq!((ja.generation, jb.generation), (2, 2));
+    assert_eq!(ja.leader, a, "the leader stays");
+    assert_eq!(ja.members.len(), 2);
+    assert!(jb.members.is_empty(), "only the leader sees the members");
+    g.sync(
+        "g",
+        2,
+        &a,
+        vec![(a.clone(), Bytes::from("p0")), (b.clone(), Bytes::from("p1"))],
+        now,
+    )
+    .unwrap();
+    assert_eq!(g.sync_result("g", 2, &b), Some(Ok(Bytes::from("p1"))));
+    assert_eq!(g.sync_result("g", 1, &b), Some(Err(code::ILLEGAL_GENERATION)));
+}
+
+#[test]
+fn leaving_rebalances_the_rest_and_the_last_leave_empties_the_group() {
+    let g = Groups::new();
+    let now = Instant::now();
+    let a = join_new(&g, now);
+    let b = join_new(&g, now);
+    g.join(join_req(&a, &["range"], true), now).unwrap();
+    g.sync("g", 2, &a, vec![], now).unwrap();
+    assert_eq!(g.leave("g", &a, now), 0);
+    assert_eq!(g.heartbeat("g", 2, &b, now), code::REBALANCE_IN_PROGRESS);
+    g.join(join_req(&b, &["range"], true), now).unwrap();
+    let jb = g.join_result("g", &b).unwrap();
+    assert_eq!((jb.generation, jb.leader.as_str()), (3, b.as_str()), "b leads now");
+    assert_eq!(g.leave("g", &a, now), code::UNKNOWN_MEMBER_ID);
+    assert_eq!(g.leave("g", &b, now), 0);
+    assert!(g.describe("g").is_none());
+    assert!(g.list().is_empty());
+}
+
+#[test]
+fn silent_members_expire_and_overdue_rounds_drop_stragglers() {
+    let g = Groups::new();
+    let now = Instant::now();
+    let a = join_new(&g, now);
+    g.sync("g", 1, &a, vec![], now).unwrap();
+    let later = now + Duration::from_secs(5);
+    let b = join_new(&g, later);
+    // a never rejoins: at its session timeout it is dropped and b's round completes.
+    assert!(!g.tick(now + Duration::from_secs(9)));
+    assert!(g.tick(now + Duration::from_secs(11)));
+    let jb = g.join_result("g", &b).unwrap();
+    assert_eq!((jb.error_code, jb.leader.as_str()), (0, b.as_str()));
+    assert_eq!(g.join_result("g", &a).unwrap().error_code, code::UNKNOWN_MEMBER_ID);
+    g.sync("g", jb.generation, &b, vec![], later).unwrap();
+    // Heartbeats keep b; silence expires it.
+    assert_eq!(g.heartbeat("g", jb.generation, &b, now + Duration::from_secs(14)), 0);
+    assert!(!g.tick(now + Duration::from_secs(20)));
+    assert!(g.tick(now + Duration::from_secs(25)));
+    assert!(g.describe("g").is_none());
+}
+
+#[test]
+fn commits_need_the_current_generation_unless_the_group_is_empty() {
+    let g = Groups::new();
+    let now = Instant::now();
+    assert_eq!(g.check_commit("g", -1, ""), 0, "a simple commit");
+    let a = join_new(&g, now);
+    assert_eq!(g.check_commit("g", -1, ""), code::UNKNOWN_MEMBER_ID);
+    assert_eq!(g.check_commit("g", 0, &a), code::ILLEGAL_GENERATION);
+    assert_eq!(g.check_commit("g", 1, &a), 0);
+    assert_eq!(g.delete("g"), Err(code::NON_EMPTY_GROUP));
+    g.leave("g", &a, now);
+    assert_eq!(g.delete("g"), Ok(()));
+}
