@@ -2,6 +2,7 @@
 
 use super::wire::{Reader, Writer};
 use super::*;
+use group_proto::*;
 use crate::api::Limits;
 use crate::config::ServeArgs;
 use crate::http::tests::fake::FakeEngine;
@@ -308,7 +309,7 @@ async fn fuzz(engine: &dyn Engine, rounds: u32) {
     let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
     let lying = Bytes::from(lying_produce()[4..].to_vec());
     assert!(handle(engine, OPTS, lying).await.is_err());
-    let valid: Vec<Bytes> = vec![
+    let valid: Vec<Bytes> = [
         request(API_VERSIONS, 3, 1, &[3, b'r', b's', 2, b'1', 0]),
         request(METADATA, 8, 2, &metadata_body(&["t"], false)),
         request(
@@ -319,7 +320,10 @@ async fn fuzz(engine: &dyn Engine, rounds: u32) {
         ),
         request(FETCH, 11, 4, &fetch_body(0, "t", 0, 0, 1000)),
         request(LIST_OFFSETS, 5, 5, &list_offsets_body("t", 0, -2)),
-    ];
+    ]
+    .into_iter()
+    .chain(group_bodies().into_iter().map(|(k, v, b)| request(k, v, 6, &b)))
+    .collect();
     for i in 0..rounds {
         let frame: Vec<u8> = match i % 4 {
             // Pure noise with a supported key and version.
@@ -817,5 +821,226 @@ async fn a_long_fetch_does_not_block_produce_on_another_connection() {
     assert!(
         started.elapsed() < Duration::from_secs(10),
         "the fetch ended on the append"
+    );
+}
+
+// ------------------------------------------------------------ consumer groups
+
+fn group_bodies() -> Vec<(i16, i16, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut w = Writer::default();
+    w.string("g");
+    w.i8(0);
+    out.push((FIND_COORDINATOR, 2, w.buf.to_vec()));
+    let mut w = Writer::default();
+    w.string("g");
+    w.i32(10_000);
+    w.i32(10_000);
+    w.string("");
+    w.nullable_string(None);
+    w.string("consumer");
+    w.array_len(1);
+    w.string("range");
+    w.bytes_parts(&[Bytes::from_static(b"meta")]);
+    out.push((JOIN_GROUP, 5, w.buf.to_vec()));
+    let mut w = Writer::default();
+    w.string("g");
+    w.i32(1);
+    w.string("m");
+    w.nullable_string(None);
+    w.array_len(1);
+    w.string("m");
+    w.bytes_parts(&[Bytes::from_static(b"a")]);
+    out.push((SYNC_GROUP, 3, w.buf.to_vec()));
+    let mut w = Writer::default();
+    w.string("g");
+    w.i32(1);
+    w.string("m");
+    w.nullable_string(None);
+    out.push((HEARTBEAT, 3, w.buf.to_vec()));
+    let mut w = Writer::default();
+    w.string("g");
+    w.array_len(1);
+    w.string("m");
+    w.nullable_string(None);
+    out.push((LEAVE_GROUP, 3, w.buf.to_vec()));
+    out.push((OFFSET_COMMIT, 7, offset_commit_body("g", "t", 0, 5)));
+    out.push((OFFSET_FETCH, 5, offset_fetch_body("g", "t", 0)));
+    out.push((LIST_GROUPS, 2, Vec::new()));
+    let mut w = Writer::default();
+    w.array_len(1);
+    w.string("g");
+    w.bool(false);
+    out.push((DESCRIBE_GROUPS, 4, w.buf.to_vec()));
+    let mut w = Writer::default();
+    w.array_len(1);
+    w.string("g");
+    out.push((DELETE_GROUPS, 1, w.buf.to_vec()));
+    out
+}
+
+/// OffsetCommit v7 (generation -1: a simple commit).
+fn offset_commit_body(group: &str, topic: &str, partition: i32, offset: i64) -> Vec<u8> {
+    let mut w = Writer::default();
+    w.string(group);
+    w.i32(-1);
+    w.string("");
+    w.nullable_string(None);
+    w.array_len(1);
+    w.string(topic);
+    w.array_len(1);
+    w.i32(partition);
+    w.i64(offset);
+    w.i32(-1);
+    w.nullable_string(Some("md"));
+    w.buf.to_vec()
+}
+
+/// OffsetFetch v5.
+fn offset_fetch_body(group: &str, topic: &str, partition: i32) -> Vec<u8> {
+    let mut w = Writer::default();
+    w.string(group);
+    w.array_len(1);
+    w.string(topic);
+    w.array_len(1);
+    w.i32(partition);
+    w.buf.to_vec()
+}
+
+/// A few thousand random, byte-flipped and truncated frames per group API
+/// decoder: errors are fine, panics and oversized allocations are not.
+#[test]
+fn group_decoders_are_bounded_under_random_frames() {
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(11);
+    for (key, version, valid) in group_bodies() {
+        for v in 0..=version {
+            let _ = decode_group(key, v, &valid);
+        }
+        decode_group(key, version, &valid).unwrap_or_else(|e| panic!("key {key}: {e}"));
+        for i in 0..3_000 {
+            let frame: Vec<u8> = match i % 3 {
+                0 => (0..rng.random_range(0..64)).map(|_| rng.random::<u8>()).collect(),
+                1 => {
+                    let mut f = valid.clone();
+                    if !f.is_empty() {
+                        for _ in 0..rng.random_range(1..4) {
+                            let at = rng.random_range(0..f.len());
+                            f[at] = [0x00, 0x7f, 0x80, 0xff][rng.random_range(0..4)];
+                        }
+                    }
+                    f
+                }
+                _ => valid[..rng.random_range(0..=valid.len())].to_vec(),
+            };
+            let _ = decode_group(key, rng.random_range(0..=version), &frame);
+        }
+    }
+    // Counts that cannot fit are refused before allocating.
+    let mut w = Writer::default();
+    w.array_len(i32::MAX as usize);
+    assert!(decode_group(DELETE_GROUPS, 1, &w.buf).is_err());
+}
+
+fn decode_group(key: i16, version: i16, body: &[u8]) -> Result<(), super::wire::DecodeError> {
+    let mut r = Reader::new(Bytes::copy_from_slice(body));
+    match key {
+        FIND_COORDINATOR => decode_find_coordinator(&mut r, version).map(drop),
+        JOIN_GROUP => decode_join_group(&mut r, version).map(drop),
+        SYNC_GROUP => decode_sync_group(&mut r, version).map(drop),
+        HEARTBEAT => decode_heartbeat(&mut r, version).map(drop),
+        LEAVE_GROUP => decode_leave_group(&mut r, version).map(drop),
+        OFFSET_COMMIT => decode_offset_commit(&mut r, version).map(drop),
+        OFFSET_FETCH => decode_offset_fetch(&mut r, version).map(drop),
+        LIST_GROUPS => decode_list_groups(&mut r, version),
+        _ => decode_group_ids(&mut r, version, key).map(drop),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn group_frames_against_a_real_node_never_panic() {
+    let node = node().await;
+    node.create_topic("t", 1, Default::default()).await.unwrap();
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(13);
+    let groups = Groups::new();
+    for (key, version, valid) in group_bodies() {
+        for _ in 0..300 {
+            let mut f = valid.clone();
+            if !f.is_empty() {
+                let at = rng.random_range(0..f.len());
+                f[at] = [0x00, 0x7f, 0x80, 0xff][rng.random_range(0..4)];
+            }
+            let frame = request(key, version, 1, &f);
+            let _ = tokio::time::timeout(
+                Duration::from_millis(200),
+                handle_in(node.as_ref(), &groups, OPTS, frame, "peer"),
+            )
+            .await;
+        }
+    }
+    assert!(node.ready().ready);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn offsets_commit_through_the_metadata_log_and_fetch_from_the_view() {
+    let node = node().await;
+    node.create_topic("t", 1, Default::default()).await.unwrap();
+    let groups = Groups::new();
+    let call_in = |key, version, body: Vec<u8>| {
+        let node = node.clone();
+        let groups = &groups;
+        async move {
+            let resp = handle_in(node.as_ref(), groups, OPTS, request(key, version, 9, &body), "peer")
+                .await
+                .unwrap()
+                .unwrap();
+            let mut r = Reader::new(resp);
+            assert_eq!(r.i32().unwrap(), 9);
+            r
+        }
+    };
+    // FindCoordinator names this node.
+    let mut r = call_in(FIND_COORDINATOR, 0, group_bodies()[0].2[..3].to_vec()).await;
+    assert_eq!(r.i16().unwrap(), code::NONE);
+    assert_eq!(r.i32().unwrap(), broker_id(&node.ready().node_id));
+    // Commit: one known partition, one unknown.
+    let mut r = call_in(OFFSET_COMMIT, 7, offset_commit_body("g", "t", 0, 5)).await;
+    r.i32().unwrap();
+    assert_eq!(r.array_len(1).unwrap(), 1);
+    r.string().unwrap();
+    r.array_len(1).unwrap();
+    assert_eq!((r.i32().unwrap(), r.i16().unwrap()), (0, code::NONE));
+    let mut r = call_in(OFFSET_COMMIT, 7, offset_commit_body("g", "t", 3, 5)).await;
+    r.i32().unwrap();
+    r.array_len(1).unwrap();
+    r.string().unwrap();
+    r.array_len(1).unwrap();
+    assert_eq!((r.i32().unwrap(), r.i16().unwrap()), (3, code::UNKNOWN_TOPIC_OR_PARTITION));
+    // The view holds it.
+    let committed = node.committed_offsets("g");
+    assert_eq!(committed.len(), 1);
+    assert_eq!((committed[0].offset, committed[0].metadata.as_deref()), (5, Some("md")));
+    let mut r = call_in(OFFSET_FETCH, 5, offset_fetch_body("g", "t", 0)).await;
+    r.i32().unwrap();
+    r.array_len(1).unwrap();
+    assert_eq!(r.string().unwrap(), "t");
+    r.array_len(1).unwrap();
+    assert_eq!((r.i32().unwrap(), r.i64().unwrap(), r.i32().unwrap()), (0, 5, -1));
+    assert_eq!(r.nullable_string().unwrap().as_deref(), Some("md"));
+    assert_eq!(r.i16().unwrap(), code::NONE);
+    assert_eq!(r.i16().unwrap(), code::NONE);
+    r.expect_end().unwrap();
+    // DeleteGroups forgets the offsets; a second delete finds nothing.
+    let del = group_bodies().pop().unwrap().2;
+    let mut r = call_in(DELETE_GROUPS, 1, del.clone()).await;
+    r.i32().unwrap();
+    r.array_len(1).unwrap();
+    assert_eq!((r.string().unwrap(), r.i16().unwrap()), ("g".into(), code::NONE));
+    assert!(node.committed_offsets("g").is_empty());
+    let mut r = call_in(DELETE_GROUPS, 1, del).await;
+    r.i32().unwrap();
+    r.array_len(1).unwrap();
+    assert_eq!(
+        (r.string().unwrap(), r.i16().unwrap()),
+        ("g".into(), groups::code::GROUP_ID_NOT_FOUND)
     );
 }
