@@ -298,7 +298,10 @@ pub trait Engine: Send + Sync + 'static {
     /// Durably commit a consumer group's offsets (all or nothing).
     async fn commit_offsets(&self, group: &str, offsets: Vec<GroupOffset>) -> ApiResult<()> {
         let _ = (group, offsets);
-        Err(ApiError::new(ErrorCode::NotFound, "consumer groups are not supported here"))
+        Err(ApiError::new(
+            ErrorCode::NotFound,
+            "consumer groups are not supported here",
+        ))
     }
     /// A consumer group's committed offsets.
     fn committed_offsets(&self, group: &str) -> Vec<GroupOffset> {
@@ -312,7 +315,10 @@ pub trait Engine: Send + Sync + 'static {
     /// Forget a consumer group's committed offsets (`not_found` if it has none).
     async fn delete_group(&self, group: &str) -> ApiResult<()> {
         let _ = group;
-        Err(ApiError::new(ErrorCode::NotFound, "consumer groups are not supported here"))
+        Err(ApiError::new(
+            ErrorCode::NotFound,
+            "consumer groups are not supported here",
+        ))
     }
     /// Mark a node draining: placement avoids it and its streams move away.
     async fn drain(&self, node: &str) -> ApiResult<()> {

@@ -81,9 +81,9 @@ pub(super) async fn group_request(
         }
         HEARTBEAT => {
             let req = decode_heartbeat(r, version)?;
-            let e = check_coordinator(engine, &req.group_id).err().unwrap_or_else(|| {
-                groups.heartbeat(&req.group_id, req.generation_id, &req.member_id, Instant::now())
-            });
+            let e = check_coordinator(engine, &req.group_id)
+                .err()
+                .unwrap_or_else(|| groups.heartbeat(&req.group_id, req.generation_id, &req.member_id, Instant::now()));
             encode_error_only(w, version >= 1, e);
         }
         LEAVE_GROUP => {
@@ -178,13 +178,7 @@ async fn join(
 
 async fn sync(groups: &Groups, req: SyncGroupRequest) -> Result<bytes::Bytes, i16> {
     let now = Instant::now();
-    groups.sync(
-        &req.group_id,
-        req.generation_id,
-        &req.member_id,
-        req.assignments,
-        now,
-    )?;
+    groups.sync(&req.group_id, req.generation_id, &req.member_id, req.assignments, now)?;
     let deadline = now + Duration::from_secs(60);
     groups::wait_for(
         groups,
@@ -195,7 +189,11 @@ async fn sync(groups: &Groups, req: SyncGroupRequest) -> Result<bytes::Bytes, i1
     .await
 }
 
-async fn offset_commit(engine: &dyn Engine, groups: &Groups, req: OffsetCommitRequest) -> Vec<(String, Vec<(i32, i16)>)> {
+async fn offset_commit(
+    engine: &dyn Engine,
+    groups: &Groups,
+    req: OffsetCommitRequest,
+) -> Vec<(String, Vec<(i32, i16)>)> {
     let all = |topics: &[(String, Vec<CommitPartition>)], e: i16| -> Vec<(String, Vec<(i32, i16)>)> {
         topics
             .iter()

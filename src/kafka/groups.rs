@@ -546,6 +546,5 @@ pub async fn wait_for<T>(groups: &Groups, deadline: Instant, mut f: impl FnMut()
     }
 }
 
-
 #[cfg(test)]
 mod tests;

@@ -16,10 +16,10 @@ pub mod proto;
 pub mod wire;
 
 use crate::api::{ApiError, Engine, ErrorCode};
-use group_proto::*;
-use groups::Groups;
 use crate::ids::Offset;
 use bytes::Bytes;
+use group_proto::*;
+use groups::Groups;
 use proto::*;
 use std::sync::Arc;
 use std::time::Duration;

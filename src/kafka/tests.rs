@@ -2,7 +2,6 @@
 
 use super::wire::{Reader, Writer};
 use super::*;
-use group_proto::*;
 use crate::api::Limits;
 use crate::config::ServeArgs;
 use crate::http::tests::fake::FakeEngine;
@@ -1014,7 +1013,10 @@ async fn offsets_commit_through_the_metadata_log_and_fetch_from_the_view() {
     r.array_len(1).unwrap();
     r.string().unwrap();
     r.array_len(1).unwrap();
-    assert_eq!((r.i32().unwrap(), r.i16().unwrap()), (3, code::UNKNOWN_TOPIC_OR_PARTITION));
+    assert_eq!(
+        (r.i32().unwrap(), r.i16().unwrap()),
+        (3, code::UNKNOWN_TOPIC_OR_PARTITION)
+    );
     // The view holds it.
     let committed = node.committed_offsets("g");
     assert_eq!(committed.len(), 1);

@@ -586,7 +586,10 @@ impl Engine for Node {
     async fn delete_group(&self, group: &str) -> ApiResult<()> {
         self.check_serving()?;
         if !self.meta.view().groups.contains_key(group) {
-            return Err(ApiError::new(ErrorCode::NotFound, format!("group {group:?} has no offsets")));
+            return Err(ApiError::new(
+                ErrorCode::NotFound,
+                format!("group {group:?} has no offsets"),
+            ));
         }
         self.check_meta_reachable()?;
         match self
@@ -599,7 +602,10 @@ impl Engine for Node {
         {
             Outcome::Applied => Ok(()),
             Outcome::Rejected(r) => Err(ApiError::new(ErrorCode::NotFound, r.to_string())),
-            other => Err(ApiError::new(ErrorCode::Internal, format!("unexpected outcome {other:?}"))),
+            other => Err(ApiError::new(
+                ErrorCode::Internal,
+                format!("unexpected outcome {other:?}"),
+            )),
         }
     }
 }

@@ -11,7 +11,10 @@ fn join_req(member: &str, protocols: &[&str], known: bool) -> Join {
         session_timeout: Duration::from_secs(10),
         rebalance_timeout: Duration::from_secs(30),
         protocol_type: "consumer".into(),
-        protocols: protocols.iter().map(|p| (p.to_string(), Bytes::from(p.to_string()))).collect(),
+        protocols: protocols
+            .iter()
+            .map(|p| (p.to_string(), Bytes::from(p.to_string())))
+            .collect(),
         require_known_member_id: known,
     }
 }
@@ -50,7 +53,9 @@ fn an_unknown_member_id_and_bad_requests_are_refused() {
     let g = Groups::new();
     let now = Instant::now();
     assert_eq!(
-        g.join(join_req("nobody", &["range"], true), now).unwrap_err().error_code,
+        g.join(join_req("nobody", &["range"], true), now)
+            .unwrap_err()
+            .error_code,
         code::UNKNOWN_MEMBER_ID
     );
     assert_eq!(
@@ -59,7 +64,10 @@ fn an_unknown_member_id_and_bad_requests_are_refused() {
     );
     let mut short = join_req("", &["range"], true);
     short.session_timeout = Duration::from_millis(10);
-    assert_eq!(g.join(short, now).unwrap_err().error_code, code::INVALID_SESSION_TIMEOUT);
+    assert_eq!(
+        g.join(short, now).unwrap_err().error_code,
+        code::INVALID_SESSION_TIMEOUT
+    );
     let a = join_new(&g, now);
     assert_eq!(
         g.join(join_req("", &["other"], false), now).unwrap_err().error_code,

@@ -1098,7 +1098,12 @@ fn commit_offsets_stores_the_latest_offset_per_stream() {
 fn commit_offsets_is_all_or_nothing_for_unknown_or_deleted_streams() {
     let (mut h, e, s) = Harness::with_open_stream();
     let unknown = StreamId::new(h.view.topics["t"].id, 999);
-    assert!(rejected(&commit(&mut h, e, "g", vec![(s, 1, None), (unknown, 1, None)])));
+    assert!(rejected(&commit(
+        &mut h,
+        e,
+        "g",
+        vec![(s, 1, None), (unknown, 1, None)]
+    )));
     assert!(!h.view.groups.contains_key("g"));
     assert!(rejected(&commit(&mut h, e, "", vec![(s, 1, None)])));
     h.apply_as("n1", Some(e.0), Command::DeleteTopic { name: "t".into() });
