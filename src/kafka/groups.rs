@@ -125,7 +125,7 @@ impl Group {
 
     /// Finish the join round if every member rejoined (or `force`: the
     /// rebalance timeout passed and the stragglers are dropped).
-    fn maybe_complete(&mut self, force: bool) -> bool {
+    fn maybe_complete(&mut self, force: bool, now: Instant) -> bool {
         if !matches!(self.phase, Phase::PreparingRebalance { .. }) {
             return false;
         }
@@ -133,6 +133,11 @@ impl Group {
             return false;
         }
         self.members.retain(|_, m| m.joined);
+        // Sessions restart with the new generation: a long round must not
+        // expire members that have been waiting in it.
+        for m in self.members.values_mut() {
+            m.deadline = now + m.session_timeout;
+        }
         if self.members.is_empty() {
             self.phase = Phase::Empty;
             self.leader = None;
@@ -172,7 +177,7 @@ impl Group {
             self.protocol = None;
             self.generation += 1;
         } else if matches!(self.phase, Phase::PreparingRebalance { .. }) {
-            self.maybe_complete(false);
+            self.maybe_complete(false, now);
         } else {
             self.prepare(now);
         }
@@ -307,7 +312,7 @@ impl Groups {
         if let Some(m) = g.members.get_mut(&member_id) {
             m.joined = true;
         }
-        g.maybe_complete(false);
+        g.maybe_complete(false, now);
         drop(groups);
         self.changed.notify_waiters();
         Ok(member_id)
@@ -491,7 +496,7 @@ impl Groups {
             }
             if let Phase::PreparingRebalance { deadline } = g.phase {
                 if deadline <= now {
-                    any |= g.maybe_complete(true);
+                    any |= g.maybe_complete(true, now);
                 }
             }
         }

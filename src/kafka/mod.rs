@@ -1,5 +1,6 @@
 //! The Kafka wire protocol front door: a TCP listener, bounded framing, and
-//! handlers for ApiVersions, Metadata, Produce, Fetch and ListOffsets over
+//! handlers for ApiVersions, Metadata, Produce, Fetch, ListOffsets and the
+//! classic consumer-group APIs (`coordinator.rs`, `groups.rs`) over
 //! the [`Engine`].
 //!
 //! Requests are decoded by this module's own bounded decoders

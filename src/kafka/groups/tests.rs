@@ -139,6 +139,9 @@ fn silent_members_expire_and_overdue_rounds_drop_stragglers() {
     let jb = g.join_result("g", &b).unwrap();
     assert_eq!((jb.error_code, jb.leader.as_str()), (0, b.as_str()));
     assert_eq!(g.join_result("g", &a).unwrap().error_code, code::UNKNOWN_MEMBER_ID);
+    // b waited in the round past its join-time deadline (15 s) but its
+    // session restarted with the generation.
+    assert!(!g.tick(now + Duration::from_secs(16)));
     g.sync("g", jb.generation, &b, vec![], later).unwrap();
     // Heartbeats keep b; silence expires it.
     assert_eq!(g.heartbeat("g", jb.generation, &b, now + Duration::from_secs(14)), 0);
