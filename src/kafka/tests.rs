@@ -1046,3 +1046,54 @@ async fn offsets_commit_through_the_metadata_log_and_fetch_from_the_view() {
         ("g".into(), groups::code::GROUP_ID_NOT_FOUND)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nodes_agree_on_the_coordinator_and_committed_offsets_are_in_every_view() {
+    let backends = memory_backends();
+    let n1 = node_on("n1", backends.clone(), &[]).await;
+    let n2 = node_on("n2", backends, &[]).await;
+    for _ in 0..400 {
+        if n1.nodes().nodes.len() == 2 && n2.nodes().nodes.len() == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    n1.create_topic("t", 1, Default::default()).await.unwrap();
+    wait_open(n2.as_ref(), "t").await;
+    // Groups hashed to each node: every node computes the same coordinator.
+    let mut seen = std::collections::BTreeSet::new();
+    for i in 0..20 {
+        let group = format!("g{i}");
+        let c1 = coordinator::coordinator_of(n1.as_ref(), &group).unwrap();
+        assert_eq!(Some(&c1), coordinator::coordinator_of(n2.as_ref(), &group).as_ref());
+        seen.insert(c1.0.clone());
+        let (coord, other) = if c1.0 == "n1" { (&n1, &n2) } else { (&n2, &n1) };
+        let mut w = Writer::default();
+        w.string(&group);
+        w.i32(1);
+        w.string("m");
+        let heartbeat = request(HEARTBEAT, 1, 1, &w.buf);
+        let mut r = call(other.as_ref(), heartbeat.clone()).await;
+        r.i32().unwrap();
+        assert_eq!(r.i16().unwrap(), groups::code::NOT_COORDINATOR);
+        let mut r = call(coord.as_ref(), heartbeat).await;
+        r.i32().unwrap();
+        assert_eq!(r.i16().unwrap(), groups::code::UNKNOWN_MEMBER_ID);
+        if i == 0 {
+            // A commit through the coordinator is in the other node's view too.
+            call(
+                coord.as_ref(),
+                request(OFFSET_COMMIT, 7, 2, &offset_commit_body(&group, "t", 0, 42)),
+            )
+            .await;
+            for _ in 0..200 {
+                if !other.committed_offsets(&group).is_empty() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+            assert_eq!(other.committed_offsets(&group)[0].offset, 42);
+        }
+    }
+    assert_eq!(seen.len(), 2, "groups spread over both nodes");
+}
