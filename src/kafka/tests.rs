@@ -1097,3 +1097,39 @@ async fn nodes_agree_on_the_coordinator_and_committed_offsets_are_in_every_view(
     }
     assert_eq!(seen.len(), 2, "groups spread over both nodes");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn offset_commit_says_coordinator_not_available_while_the_metadata_store_is_down() {
+    use crate::store::{FaultConfig, FaultyStore};
+    let log_store = FaultyStore::new(Arc::new(crate::store::MemoryStore::new()), FaultConfig::default());
+    let backends = Backends {
+        log: Arc::new(crate::meta::store_log::StoreLog::new(Arc::new(log_store.clone()), "")),
+        ..memory_backends()
+    };
+    let node = node_on("n1", backends, &[]).await;
+    node.create_topic("t", 1, Default::default()).await.unwrap();
+    let commit = |offset| request(OFFSET_COMMIT, 7, 1, &offset_commit_body("g", "t", 0, offset));
+    let error = |mut r: Reader| {
+        r.i32().unwrap();
+        r.array_len(1).unwrap();
+        r.string().unwrap();
+        r.array_len(1).unwrap();
+        r.i32().unwrap();
+        r.i16().unwrap()
+    };
+    assert_eq!(error(call(node.as_ref(), commit(1)).await), code::NONE);
+    log_store.set_unavailable(true);
+    for _ in 0..600 {
+        if !node.meta.reachable() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(!node.meta.reachable());
+    assert_eq!(
+        error(call(node.as_ref(), commit(2)).await),
+        groups::code::COORDINATOR_NOT_AVAILABLE
+    );
+    assert_eq!(node.committed_offsets("g")[0].offset, 1, "still readable from the view");
+    log_store.set_unavailable(false);
+}
