@@ -290,6 +290,12 @@ async fn kafka_python_group_resumes_from_the_committed_offset() {
 async fn kafka_python_group_members_split_partitions_and_rebalance_on_leave() {
     if let Some(v) = kafka_python_groups("split", "ps", 2).await {
         assert_eq!(v["after"], json!([0, 1]));
+        assert_eq!(v["listed"], json!(["g1"]), "ListGroups");
+        assert_eq!(
+            (v["members"].clone(), v["state"].clone()),
+            (json!(2), json!("Stable")),
+            "DescribeGroups"
+        );
     }
 }
 

@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 
-from kafka import KafkaConsumer, KafkaProducer
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 
 
 def producer(bootstrap):
@@ -100,6 +100,12 @@ def split(bootstrap, topic, group):
     b.start()
     wait(lambda: len(a.assignment) == 1 and len(b.assignment) == 1)
     pa, pb = a.assignment, b.assignment
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    listed = [g["group_id"] for g in admin.list_groups()]
+    described = admin.describe_groups([group])[group]
+    members = len(described["members"])
+    state = described["group_state"]
+    admin.close()
     b.stop.set()
     b.join()
     wait(lambda: a.assignment == [0, 1])
@@ -108,7 +114,7 @@ def split(bootstrap, topic, group):
     a.join()
     if sorted(pa + pb) != [0, 1] or len(pa) != 1 or after != [0, 1]:
         sys.exit(f"a {pa}, b {pb}, after {after}")
-    print(json.dumps({"a": pa, "b": pb, "after": after}))
+    print(json.dumps({"a": pa, "b": pb, "after": after, "listed": listed, "members": members, "state": state}))
 
 
 if __name__ == "__main__":
