@@ -7,6 +7,14 @@ use crate::meta::{Command, MetaError, Outcome, Rejection, StreamState, TopicConf
 use crate::stream::batch::Record;
 use async_trait::async_trait;
 
+/// See [`Node::read_position`].
+struct ReadPosition {
+    start: Offset,
+    hw: Offset,
+    chunks: Vec<crate::meta::IndexedChunk>,
+    local: Option<std::sync::Arc<crate::stream::partition::OpenStream>>,
+}
+
 fn meta_error(e: MetaError) -> ApiError {
     match e {
         MetaError::Unavailable(m) => ApiError::unavailable(format!("metadata store unavailable: {m}")),
@@ -80,7 +88,10 @@ impl Node {
         }
     }
 
-    async fn read_once(&self, stream: StreamId, from: ReadFrom, req: &ReadRequest) -> ApiResult<(ReadResult, bool)> {
+    /// Where a stream can be read here: its start, the high watermark this
+    /// node can vouch for (its own if it owns the stream, else the committed
+    /// end of a closed stream), the committed chunks, and the local stream.
+    fn read_position(&self, stream: StreamId) -> ApiResult<ReadPosition> {
         let (start, committed_end, chunks, open_elsewhere) = {
             let view = self.meta.view();
             let row = view.streams.get(&stream).ok_or_else(|| self.not_here(stream))?;
@@ -94,6 +105,21 @@ impl Node {
             None if open_elsewhere => return Err(self.not_here(stream)),
             None => committed_end,
         };
+        Ok(ReadPosition {
+            start,
+            hw,
+            chunks,
+            local,
+        })
+    }
+
+    async fn read_once(&self, stream: StreamId, from: ReadFrom, req: &ReadRequest) -> ApiResult<(ReadResult, bool)> {
+        let ReadPosition {
+            start,
+            hw,
+            chunks,
+            local,
+        } = self.read_position(stream)?;
         let from = match from {
             ReadFrom::Start => start,
             ReadFrom::End => hw,
@@ -143,19 +169,12 @@ impl Node {
 
 impl Node {
     async fn read_batches_once(&self, stream: StreamId, from: Offset, max_bytes: usize) -> ApiResult<BatchRead> {
-        let (start, committed_end, chunks, open_elsewhere) = {
-            let view = self.meta.view();
-            let row = view.streams.get(&stream).ok_or_else(|| self.not_here(stream))?;
-            let elsewhere = !matches!(row.state, StreamState::Closed)
-                && !matches!(&row.state, StreamState::Open { node, node_epoch } if node == &self.id && *node_epoch == self.epoch);
-            (row.start, row.committed_end, row.chunks.clone(), elsewhere)
-        };
-        let local = self.open_stream(stream);
-        let hw = match &local {
-            Some(s) => s.high_watermark(),
-            None if open_elsewhere => return Err(self.not_here(stream)),
-            None => committed_end,
-        };
+        let ReadPosition {
+            start,
+            hw,
+            chunks,
+            local,
+        } = self.read_position(stream)?;
         if from < start || from > hw {
             return Err(ApiError {
                 code: ErrorCode::OffsetOutOfRange,
