@@ -45,6 +45,17 @@ fn unb64(v: &Value, what: &str) -> ApiResult<Option<Bytes>> {
     }
 }
 
+/// The owner's answer did not have the shape of our own API: never guess a value.
+fn malformed(addr: &str, what: &str) -> ApiError {
+    ApiError::new(ErrorCode::Internal, format!("owner at {addr} sent {what}"))
+}
+
+fn field_u64(addr: &str, v: &Value, key: &str) -> ApiResult<u64> {
+    v[key]
+        .as_u64()
+        .ok_or_else(|| malformed(addr, &format!("no numeric {key:?}")))
+}
+
 fn unreachable_owner(addr: &str, e: impl std::fmt::Display) -> ApiError {
     ApiError::unavailable(format!("owner at {addr} unreachable: {e}"))
 }
@@ -134,21 +145,22 @@ impl Forwarder {
                 None => Vec::new(),
             };
             records.push((
-                Offset(r["offset"].as_u64().unwrap_or_default()),
+                field_u64(addr, r, "offset").map(Offset)?,
                 Record {
-                    timestamp_ms: r["timestamp"].as_i64().unwrap_or_default(),
+                    timestamp_ms: r["timestamp"]
+                        .as_i64()
+                        .ok_or_else(|| malformed(addr, "a record without a timestamp"))?,
                     key: unb64(&r["key"], "a key")?,
                     value: unb64(&r["value"], "a value")?,
                     headers,
                 },
             ));
         }
-        let offset = |k: &str| Offset(body[k].as_u64().unwrap_or_default());
         Ok(ReadResult {
             records,
-            next_offset: offset("next_offset"),
-            high_watermark: offset("high_watermark"),
-            start_offset: offset("start_offset"),
+            next_offset: Offset(field_u64(addr, &body, "next_offset")?),
+            high_watermark: Offset(field_u64(addr, &body, "high_watermark")?),
+            start_offset: Offset(field_u64(addr, &body, "start_offset")?),
         })
     }
 }
