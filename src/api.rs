@@ -38,6 +38,10 @@ pub enum ErrorCode {
     OffsetOutOfRange,
     /// Back-pressure: retry after a pause.
     Throttled,
+    /// An idempotent producer's batch does not follow its last sequence.
+    OutOfOrderSequence,
+    /// An idempotent producer's epoch is older than one the stream has seen.
+    InvalidProducerEpoch,
     /// Stream moving, node fenced or shutting down, metadata store down:
     /// retry, possibly on another node.
     Unavailable,
@@ -47,7 +51,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, for parsing.
-    pub const ALL: [ErrorCode; 18] = [
+    pub const ALL: [ErrorCode; 20] = [
         ErrorCode::InvalidRequest,
         ErrorCode::InvalidTopicName,
         ErrorCode::InvalidPartitionCount,
@@ -64,6 +68,8 @@ impl ErrorCode {
         ErrorCode::RequestTooLarge,
         ErrorCode::OffsetOutOfRange,
         ErrorCode::Throttled,
+        ErrorCode::OutOfOrderSequence,
+        ErrorCode::InvalidProducerEpoch,
         ErrorCode::Unavailable,
         ErrorCode::Internal,
     ];
@@ -86,6 +92,8 @@ impl ErrorCode {
             ErrorCode::RequestTooLarge => "request_too_large",
             ErrorCode::OffsetOutOfRange => "offset_out_of_range",
             ErrorCode::Throttled => "throttled",
+            ErrorCode::OutOfOrderSequence => "out_of_order_sequence",
+            ErrorCode::InvalidProducerEpoch => "invalid_producer_epoch",
             ErrorCode::Unavailable => "unavailable",
             ErrorCode::Internal => "internal",
         }
@@ -294,6 +302,23 @@ pub trait Engine: Send + Sync + 'static {
     async fn transfer(&self, topic: &str, partition: u32, to: &str) -> ApiResult<()> {
         let _ = (topic, partition, to);
         Err(ApiError::new(ErrorCode::NotFound, "transfers are not supported here"))
+    }
+    /// Where leader (stream) epoch `epoch` of a partition this node owns
+    /// ended: the start offset of the next epoch, or the high watermark for
+    /// the current epoch (Kafka's OffsetForLeaderEpoch).
+    async fn leader_epoch_end(&self, topic: &str, partition: u32, epoch: StreamEpoch) -> ApiResult<Offset> {
+        let _ = (topic, partition, epoch);
+        Err(ApiError::new(
+            ErrorCode::NotFound,
+            "leader epochs are not supported here",
+        ))
+    }
+    /// A Kafka producer id unique in the cluster (InitProducerId).
+    async fn init_producer_id(&self) -> ApiResult<i64> {
+        Err(ApiError::new(
+            ErrorCode::NotFound,
+            "idempotent producers are not supported here",
+        ))
     }
     /// Durably commit a consumer group's offsets (all or nothing).
     async fn commit_offsets(&self, group: &str, offsets: Vec<GroupOffset>) -> ApiResult<()> {

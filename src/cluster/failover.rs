@@ -6,6 +6,8 @@ use crate::ids::{NodeEpoch, NodeId, StreamId};
 use crate::meta::{ChunkCommit, Command, IndexedChunk, Outcome, StreamState};
 use crate::node::{keys, Node};
 use crate::stream::dataobj::DataObjectBuilder;
+use crate::stream::producers::{ProducerBatch, ProducerTable};
+use crate::wal::segment::WalEntry;
 use crate::wal::takeover::{fence_and_read, replay, Fencer, Recovering};
 use std::collections::BTreeMap;
 
@@ -26,6 +28,18 @@ pub fn dead_incarnations(node: &Node) -> Vec<(NodeId, NodeEpoch)> {
     out.sort();
     out.dedup();
     out
+}
+
+/// Where an idempotent producer's WAL entry landed.
+fn producer_batch(e: &WalEntry) -> Option<ProducerBatch> {
+    e.producer.map(|p| ProducerBatch {
+        producer_id: p.producer_id,
+        producer_epoch: p.producer_epoch,
+        first_seq: p.base_sequence,
+        last_seq: ProducerBatch::last_seq_of(p.base_sequence, e.record_count),
+        base: e.base_offset,
+        count: e.record_count,
+    })
 }
 
 /// Take over one dead incarnation's WAL. Idempotent: redoing it after an
@@ -74,6 +88,7 @@ pub async fn take_over(node: &Node, dead: &NodeId, dead_epoch: NodeEpoch) -> any
             chunks.push(ChunkCommit {
                 stream: m.stream,
                 stream_epoch: streams[&m.stream].stream_epoch,
+                producers: ProducerTable::compact(tails[&m.stream].iter().filter_map(producer_batch)),
                 chunk: IndexedChunk {
                     base: m.base_offset,
                     end: m.end_offset,

@@ -42,6 +42,7 @@ pub fn status_for(code: ErrorCode) -> StatusCode {
         ErrorCode::RecordTooLarge | ErrorCode::RequestTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
         ErrorCode::OffsetOutOfRange => StatusCode::RANGE_NOT_SATISFIABLE,
         ErrorCode::Throttled => StatusCode::TOO_MANY_REQUESTS,
+        ErrorCode::OutOfOrderSequence | ErrorCode::InvalidProducerEpoch => StatusCode::CONFLICT,
         ErrorCode::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         ErrorCode::Internal => StatusCode::INTERNAL_SERVER_ERROR,
     }

@@ -13,6 +13,7 @@
 mod coordinator;
 pub mod group_proto;
 pub mod groups;
+pub mod producer;
 pub mod proto;
 pub mod wire;
 
@@ -42,6 +43,9 @@ pub mod code {
     pub const INVALID_REQUIRED_ACKS: i16 = 21;
     pub const UNSUPPORTED_VERSION: i16 = 35;
     pub const INVALID_REQUEST: i16 = 42;
+    pub const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
+    pub const INVALID_PRODUCER_EPOCH: i16 = 47;
+    pub const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
     pub const UNSUPPORTED_COMPRESSION_TYPE: i16 = 76;
     pub const FENCED_LEADER_EPOCH: i16 = 74;
     pub const UNKNOWN_LEADER_EPOCH: i16 = 75;
@@ -74,6 +78,8 @@ pub fn error_code(e: &ApiError) -> i16 {
         ErrorCode::OffsetOutOfRange => code::OFFSET_OUT_OF_RANGE,
         ErrorCode::RecordTooLarge | ErrorCode::RequestTooLarge => code::MESSAGE_TOO_LARGE,
         ErrorCode::Throttled => code::THROTTLING_QUOTA_EXCEEDED,
+        ErrorCode::OutOfOrderSequence => code::OUT_OF_ORDER_SEQUENCE_NUMBER,
+        ErrorCode::InvalidProducerEpoch => code::INVALID_PRODUCER_EPOCH,
         ErrorCode::InvalidTopicName => code::INVALID_TOPIC_EXCEPTION,
         ErrorCode::InvalidRequest | ErrorCode::InvalidOffset | ErrorCode::InvalidJson => code::INVALID_REQUEST,
         _ => code::UNKNOWN_SERVER_ERROR,
@@ -284,6 +290,16 @@ pub async fn handle_in(
             let req = decode_list_offsets(&mut r, version)?;
             let topics = list_offsets(engine, req).await;
             encode_list_offsets(&mut w, version, &topics);
+        }
+        producer::INIT_PRODUCER_ID => {
+            let req = producer::decode_init_producer_id(&mut r, version)?;
+            let resp = producer::init_producer_id(engine, &req).await;
+            producer::encode_init_producer_id(&mut w, version, &resp);
+        }
+        producer::OFFSET_FOR_LEADER_EPOCH => {
+            let req = producer::decode_offset_for_leader_epoch(&mut r, version)?;
+            let topics = producer::offset_for_leader_epoch(engine, req).await;
+            producer::encode_offset_for_leader_epoch(&mut w, version, &topics);
         }
         k if is_group_api(k) => {
             let client = header.client_id.clone().unwrap_or_default();

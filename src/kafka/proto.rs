@@ -15,7 +15,7 @@ pub const API_VERSIONS: i16 = 18;
 
 /// (api key, min version, max version): what ApiVersions advertises, and
 /// exactly what the decoders below accept.
-pub const SUPPORTED: [(i16, i16, i16); 15] = [
+pub const SUPPORTED: [(i16, i16, i16); 17] = [
     (PRODUCE, 3, 8),
     (FETCH, 4, 11),
     (LIST_OFFSETS, 1, 5),
@@ -31,6 +31,8 @@ pub const SUPPORTED: [(i16, i16, i16); 15] = [
     (super::group_proto::LIST_GROUPS, 0, 2),
     (API_VERSIONS, 0, 3),
     (super::group_proto::DELETE_GROUPS, 0, 1),
+    (super::producer::INIT_PRODUCER_ID, 0, 1),
+    (super::producer::OFFSET_FOR_LEADER_EPOCH, 0, 3),
 ];
 
 pub fn supported(key: i16, version: i16) -> bool {

@@ -1133,3 +1133,149 @@ async fn offset_commit_says_coordinator_not_available_while_the_metadata_store_i
     assert_eq!(node.committed_offsets("g")[0].offset, 1, "still readable from the view");
     log_store.set_unavailable(false);
 }
+
+// ------------------------------------------------------------ idempotence
+
+fn init_producer_id(r: &mut Reader) -> (i16, i64, i16) {
+    r.i32().unwrap(); // throttle
+    let out = (r.i16().unwrap(), r.i64().unwrap(), r.i16().unwrap());
+    r.expect_end().unwrap();
+    out
+}
+
+fn init_producer_id_request(transactional_id: Option<&str>) -> Bytes {
+    let mut w = Writer::default();
+    w.nullable_string(transactional_id);
+    w.i32(60_000);
+    request(producer::INIT_PRODUCER_ID, 1, 9, &w.buf)
+}
+
+fn idempotent_batch(pid: i64, seq: i32, values: &[&str]) -> Bytes {
+    let records: Vec<Record> = values.iter().map(|v| record("k", v, 1_000)).collect();
+    crate::stream::batch::with_producer(&encode_batch(crate::ids::Offset(0), &records), pid, 0, seq)
+}
+
+async fn produce_idempotent(engine: &dyn Engine, topic: &str, pid: i64, seq: i32, values: &[&str]) -> (i16, i64) {
+    let body = produce_body(-1, topic, 0, &idempotent_batch(pid, seq, values));
+    produce_answer(call(engine, request(PRODUCE, 8, 3, &body)).await)
+}
+
+/// OffsetForLeaderEpoch v3 for partition 0: (error, leader epoch, end offset).
+async fn epoch_end(engine: &dyn Engine, topic: &str, current: i32, asked: i32) -> (i16, i32, i64) {
+    let mut w = Writer::default();
+    w.i32(-1);
+    w.array_len(1);
+    w.string(topic);
+    w.array_len(1);
+    w.i32(0);
+    w.i32(current);
+    w.i32(asked);
+    let mut r = call(engine, request(producer::OFFSET_FOR_LEADER_EPOCH, 3, 4, &w.buf)).await;
+    r.i32().unwrap();
+    assert_eq!(r.array_len(1).unwrap(), 1);
+    assert_eq!(r.string().unwrap(), topic);
+    assert_eq!(r.array_len(1).unwrap(), 1);
+    let error = r.i16().unwrap();
+    assert_eq!(r.i32().unwrap(), 0);
+    (error, r.i32().unwrap(), r.i64().unwrap())
+}
+
+#[tokio::test]
+async fn idempotent_produce_dedups_retries_and_refuses_gaps() {
+    let node = node().await;
+    let engine: &dyn Engine = node.as_ref();
+    engine.create_topic("idem", 1, Default::default()).await.unwrap();
+    wait_open(engine, "idem").await;
+    let (error, pid, epoch) = init_producer_id(&mut call(engine, init_producer_id_request(None)).await);
+    assert_eq!((error, epoch), (code::NONE, 0));
+    let (_, other, _) = init_producer_id(&mut call(engine, init_producer_id_request(None)).await);
+    assert_ne!(pid, other, "every InitProducerId gets a new id");
+    let (error, ..) = init_producer_id(&mut call(engine, init_producer_id_request(Some("tx"))).await);
+    assert_eq!(
+        error,
+        code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+        "transactions are refused"
+    );
+
+    assert_eq!(
+        produce_idempotent(engine, "idem", pid, 0, &["a", "b"]).await,
+        (code::NONE, 0)
+    );
+    assert_eq!(
+        produce_idempotent(engine, "idem", pid, 2, &["c"]).await,
+        (code::NONE, 2)
+    );
+    assert_eq!(
+        produce_idempotent(engine, "idem", pid, 0, &["a", "b"]).await,
+        (code::NONE, 0)
+    );
+    assert_eq!(
+        produce_idempotent(engine, "idem", pid, 7, &["x"]).await.0,
+        code::OUT_OF_ORDER_SEQUENCE_NUMBER
+    );
+    assert_eq!(
+        produce_idempotent(engine, "idem", other, 0, &["d"]).await,
+        (code::NONE, 3)
+    );
+    assert_eq!(
+        engine.describe_topic("idem").unwrap().partition_info[0]
+            .end_offset
+            .get(),
+        4
+    );
+}
+
+#[tokio::test]
+async fn producer_state_and_epoch_history_survive_a_crash_of_the_owner() {
+    let backends = memory_backends();
+    let n1 = node_on("n1", backends.clone(), &[]).await;
+    n1.create_topic("idem", 1, Default::default()).await.unwrap();
+    wait_open(n1.as_ref(), "idem").await;
+    let n2 = node_on("n2", backends, &[]).await;
+    let (_, pid, _) = init_producer_id(&mut call(n1.as_ref(), init_producer_id_request(None)).await);
+    assert_eq!(
+        produce_idempotent(n1.as_ref(), "idem", pid, 0, &["a", "b"]).await,
+        (code::NONE, 0)
+    );
+    assert_eq!(
+        produce_idempotent(n1.as_ref(), "idem", pid, 2, &["c"]).await,
+        (code::NONE, 2)
+    );
+    assert_eq!(epoch_end(n1.as_ref(), "idem", -1, 1).await, (code::NONE, 1, 3));
+
+    // The owner dies with both batches only in its WAL; n2 takes over.
+    n1.crash();
+    let mut moved = false;
+    for _ in 0..600 {
+        let d = n2.describe_topic("idem").unwrap();
+        if d.partition_info[0].owner.as_deref() == Some("n2") && d.partition_info[0].state == "open" {
+            moved = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(moved, "n2 took the stream over");
+    let engine: &dyn Engine = n2.as_ref();
+    // The producer retries its last batch on the new owner: same offsets.
+    assert_eq!(
+        produce_idempotent(engine, "idem", pid, 2, &["c"]).await,
+        (code::NONE, 2)
+    );
+    assert_eq!(
+        produce_idempotent(engine, "idem", pid, 5, &["x"]).await.0,
+        code::OUT_OF_ORDER_SEQUENCE_NUMBER
+    );
+    assert_eq!(
+        produce_idempotent(engine, "idem", pid, 3, &["d"]).await,
+        (code::NONE, 3)
+    );
+    // Producer ids stay unique across nodes.
+    let (_, fresh, _) = init_producer_id(&mut call(engine, init_producer_id_request(None)).await);
+    assert_ne!(fresh, pid);
+    // Epoch 1 ended where epoch 2 began; epoch 2 ends at the high watermark.
+    assert_eq!(epoch_end(engine, "idem", -1, 1).await, (code::NONE, 1, 3));
+    assert_eq!(epoch_end(engine, "idem", 2, 2).await, (code::NONE, 2, 4));
+    assert_eq!(epoch_end(engine, "idem", -1, 3).await, (code::NONE, -1, -1));
+    assert_eq!(epoch_end(engine, "idem", 1, 1).await.0, code::FENCED_LEADER_EPOCH);
+    assert_eq!(epoch_end(engine, "idem", 3, 1).await.0, code::UNKNOWN_LEADER_EPOCH);
+}

@@ -31,6 +31,10 @@ pub struct ChunkCommit {
     pub stream: StreamId,
     pub stream_epoch: StreamEpoch,
     pub chunk: IndexedChunk,
+    /// Idempotent-producer batches in the chunk (the last few per producer),
+    /// so the view's producer state follows the committed end.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub producers: Vec<crate::stream::producers::ProducerBatch>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -134,6 +138,10 @@ pub enum Command {
     DeleteGroup {
         group: String,
     },
+    /// Reserve `count` Kafka producer ids for the proposer to hand out.
+    AllocateProducerIds {
+        count: u32,
+    },
 }
 
 impl Command {
@@ -158,6 +166,7 @@ impl Command {
             Command::DrainNode { .. } => "DrainNode",
             Command::CommitOffsets { .. } => "CommitOffsets",
             Command::DeleteGroup { .. } => "DeleteGroup",
+            Command::AllocateProducerIds { .. } => "AllocateProducerIds",
         }
     }
 }
@@ -186,6 +195,10 @@ pub enum Outcome {
     Applied,
     Registered(NodeEpoch),
     TopicCreated(crate::ids::TopicId),
+    /// Producer ids `first..first + count` are the proposer's.
+    ProducerIds {
+        first: i64,
+    },
     Rejected(Rejection),
 }
 

@@ -6,6 +6,7 @@
 
 use super::command::{ChunkCommit, Command, IndexedChunk, Outcome, Rejection, TopicConfig};
 use crate::ids::{HeartbeatCount, LogIndex, NodeEpoch, NodeId, Offset, StreamEpoch, StreamId, TopicId};
+use crate::stream::producers::ProducerTable;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -91,6 +92,41 @@ pub struct StreamRow {
     /// Chunks ordered by offset, contiguous from `start` (or the first kept
     /// chunk) up to `committed_end`.
     pub chunks: Vec<IndexedChunk>,
+    /// Idempotent-producer state as of `committed_end`.
+    #[serde(default, skip_serializing_if = "ProducerTable::is_empty")]
+    pub producers: ProducerTable,
+    /// The offset each recent stream epoch started at, oldest first (the
+    /// Kafka leader-epoch history, for OffsetForLeaderEpoch).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub epoch_starts: Vec<(StreamEpoch, Offset)>,
+}
+
+/// Stream epochs remembered in [`StreamRow::epoch_starts`].
+pub const EPOCH_HISTORY: usize = 32;
+
+impl StreamRow {
+    /// A new owner opens the stream: the next epoch starts at the committed end.
+    fn next_epoch(&mut self) {
+        self.stream_epoch = self.stream_epoch.next();
+        self.epoch_starts.push((self.stream_epoch, self.committed_end));
+        if self.epoch_starts.len() > EPOCH_HISTORY {
+            self.epoch_starts.remove(0);
+        }
+    }
+
+    /// Kafka's end offset of an earlier leader epoch `epoch`: the start of
+    /// the first later epoch. `None` for the current epoch (it ends at the
+    /// high watermark), for a newer one, and when the history (older
+    /// snapshots have none) knows no later epoch.
+    pub fn epoch_end(&self, epoch: StreamEpoch) -> Option<Offset> {
+        if epoch >= self.stream_epoch {
+            return None;
+        }
+        self.epoch_starts
+            .iter()
+            .find(|(e, _)| *e > epoch)
+            .map(|(_, start)| *start)
+    }
 }
 
 /// The cluster as every node sees it after applying the log up to `applied`.
@@ -106,6 +142,9 @@ pub struct View {
     /// Consumer groups' committed offsets: group -> stream -> (offset, metadata).
     #[serde(default, with = "group_offsets")]
     pub groups: BTreeMap<String, GroupOffsets>,
+    /// The next Kafka producer id no node has been given.
+    #[serde(default)]
+    pub next_producer_id: i64,
 }
 
 /// One consumer group's committed offsets: stream -> (offset, metadata).
@@ -276,6 +315,12 @@ impl View {
             Command::DrainNode { node, epoch } => self.drain_node(node, *epoch),
             Command::CommitOffsets { group, offsets } => self.commit_offsets(group, offsets),
             Command::DeleteGroup { group } => self.delete_group(group),
+            Command::AllocateProducerIds { count } => {
+                return match self.allocate_producer_ids(*count) {
+                    Ok(first) => Outcome::ProducerIds { first },
+                    Err(r) => Outcome::Rejected(r),
+                };
+            }
         };
         match result {
             Ok(()) => Outcome::Applied,
@@ -409,6 +454,8 @@ impl View {
                     committed_end: Offset::ZERO,
                     start: Offset::ZERO,
                     chunks: Vec::new(),
+                    producers: ProducerTable::default(),
+                    epoch_starts: Vec::new(),
                 },
             );
         }
@@ -451,7 +498,7 @@ impl View {
             node: node.clone(),
             node_epoch,
         };
-        row.stream_epoch = row.stream_epoch.next();
+        row.next_epoch();
         Ok(())
     }
 
@@ -484,6 +531,16 @@ impl View {
                     c.chunk.base, c.chunk.end, c.stream, end
                 )));
             }
+            if let Some(b) = c
+                .producers
+                .iter()
+                .find(|b| b.base < c.chunk.base || b.base.plus(u64::from(b.count)) > c.chunk.end)
+            {
+                return Err(Rejection::Invalid(format!(
+                    "producer batch at {} ({} records) lies outside chunk {}..{} of {}",
+                    b.base, b.count, c.chunk.base, c.chunk.end, c.stream
+                )));
+            }
             *end = c.chunk.end;
         }
         Ok(ends)
@@ -494,6 +551,9 @@ impl View {
             let row = self.streams.get_mut(&c.stream).expect("checked");
             row.committed_end = c.chunk.end;
             row.chunks.push(c.chunk.clone());
+            for b in &c.producers {
+                row.producers.record(*b);
+            }
         }
     }
 
@@ -627,7 +687,7 @@ impl View {
             };
             row.state = match target {
                 Some((node, node_epoch)) => {
-                    row.stream_epoch = row.stream_epoch.next();
+                    row.next_epoch();
                     StreamState::Open { node, node_epoch }
                 }
                 None => StreamState::Closed,
@@ -717,7 +777,7 @@ impl View {
                 node: to,
                 node_epoch: to_epoch,
             };
-            row.stream_epoch = row.stream_epoch.next();
+            row.next_epoch();
         } else {
             row.state = StreamState::Closed;
         }
@@ -744,6 +804,19 @@ impl View {
                 "stream {stream} has no transfer at {stream_epoch}"
             ))),
         }
+    }
+
+    fn allocate_producer_ids(&mut self, count: u32) -> Result<i64, Rejection> {
+        if count == 0 || count > MAX_PRODUCER_ID_BLOCK {
+            return Err(Rejection::Invalid(format!(
+                "producer id blocks hold 1-{MAX_PRODUCER_ID_BLOCK} ids, not {count}"
+            )));
+        }
+        let first = self.next_producer_id;
+        self.next_producer_id = first
+            .checked_add(i64::from(count))
+            .ok_or_else(|| Rejection::Invalid("producer ids are exhausted".into()))?;
+        Ok(first)
     }
 
     fn commit_offsets(&mut self, group: &str, offsets: &[(StreamId, i64, Option<String>)]) -> Result<(), Rejection> {
@@ -815,8 +888,11 @@ pub fn validate_topic_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The most producer ids one `AllocateProducerIds` reserves.
+pub const MAX_PRODUCER_ID_BLOCK: u32 = 100_000;
+
 /// Serialize a map with non-string keys as a list of pairs (JSON needs string keys).
-mod map_as_pairs {
+pub mod map_as_pairs {
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
     use std::collections::BTreeMap;
 

@@ -2,10 +2,13 @@
 
 use super::{Node, Phase};
 use crate::api::*;
-use crate::ids::{Offset, StreamId};
+use crate::ids::{Offset, StreamEpoch, StreamId};
 use crate::meta::{Command, MetaError, Outcome, Rejection, StreamState, TopicConfig};
 use crate::stream::batch::Record;
 use async_trait::async_trait;
+
+/// Kafka producer ids a node reserves in the metadata log at a time.
+const PRODUCER_ID_BLOCK: u32 = 1000;
 
 /// See [`Node::read_position`].
 struct ReadPosition {
@@ -560,6 +563,37 @@ impl Engine for Node {
                 format!("unexpected outcome {other:?}"),
             )),
         }
+    }
+
+    async fn leader_epoch_end(&self, topic: &str, partition: u32, epoch: StreamEpoch) -> ApiResult<Offset> {
+        let id = self.resolve(topic, partition)?;
+        let Some(open) = self.open_stream(id) else {
+            return Err(self.not_here(id));
+        };
+        let view = self.meta.view();
+        let ended = view.streams.get(&id).and_then(|row| row.epoch_end(epoch));
+        Ok(ended.unwrap_or_else(|| open.high_watermark()))
+    }
+
+    async fn init_producer_id(&self) -> ApiResult<i64> {
+        self.check_serving()?;
+        let mut ids = self.producer_ids.lock().await;
+        if ids.is_empty() {
+            self.check_meta_reachable()?;
+            let count = PRODUCER_ID_BLOCK;
+            match self
+                .meta
+                .propose(Command::AllocateProducerIds { count })
+                .await
+                .map_err(meta_error)?
+            {
+                Outcome::ProducerIds { first } => *ids = first..first + i64::from(count),
+                other => return Err(ApiError::unavailable(format!("no producer ids reserved: {other:?}"))),
+            }
+        }
+        let id = ids.start;
+        ids.start += 1;
+        Ok(id)
     }
 
     async fn commit_offsets(&self, group: &str, offsets: Vec<GroupOffset>) -> ApiResult<()> {

@@ -82,9 +82,10 @@ pub async fn flush_now(node: &Node, streams: &[Arc<OpenStream>]) {
     let chunks: Vec<ChunkCommit> = taken
         .iter()
         .zip(&metas)
-        .map(|((s, _), m)| ChunkCommit {
+        .map(|((s, f), m)| ChunkCommit {
             stream: s.id,
             stream_epoch: s.epoch,
+            producers: f.producers.clone(),
             chunk: IndexedChunk {
                 base: m.base_offset,
                 end: m.end_offset,

@@ -14,6 +14,7 @@ use crate::meta::{Command, DynLog, Meta, MetaConfig, Outcome, StreamState};
 use crate::store::DynStore;
 use crate::stream::budget::Budget;
 use crate::stream::partition::OpenStream;
+use crate::stream::producers::ProducerTable;
 use crate::stream::reader::ChunkReader;
 use crate::wal::{WalConfig, WalWriter};
 use std::collections::HashMap;
@@ -88,6 +89,8 @@ pub struct Node {
     streams: RwLock<HashMap<StreamId, Arc<OpenStream>>>,
     /// Streams being handed to a transfer target.
     handing_off: Mutex<std::collections::HashSet<StreamId>>,
+    /// Kafka producer ids reserved in the metadata log, not yet handed out.
+    pub(crate) producer_ids: tokio::sync::Mutex<std::ops::Range<i64>>,
     /// Set once the node is built, so control paths holding `&self` can spawn.
     me: std::sync::OnceLock<std::sync::Weak<Node>>,
     phase: watch::Sender<Phase>,
@@ -148,6 +151,7 @@ impl Node {
             wal,
             streams: RwLock::new(HashMap::new()),
             handing_off: Mutex::new(Default::default()),
+            producer_ids: tokio::sync::Mutex::new(0..0),
             me: std::sync::OnceLock::new(),
             phase: watch::channel(Phase::Ready).0,
             live_reads_end: watch::channel(false).0,
@@ -237,16 +241,32 @@ impl Node {
                 return self.stop_fenced("a newer registration replaced this incarnation");
             }
         }
-        let mut wanted: HashMap<StreamId, (StreamEpoch, Offset, String)> = HashMap::new();
+        // Producer state is cloned from the view only for streams being opened.
+        let opened: HashMap<StreamId, StreamEpoch> = self
+            .streams
+            .read()
+            .unwrap()
+            .iter()
+            .map(|(id, s)| (*id, s.epoch))
+            .collect();
+        let wanted_row = |id: &StreamId, row: &crate::meta::StreamRow| {
+            let producers = if opened.get(id) == Some(&row.stream_epoch) {
+                ProducerTable::default()
+            } else {
+                row.producers.clone()
+            };
+            (row.stream_epoch, row.committed_end, row.topic_name.clone(), producers)
+        };
+        let mut wanted: HashMap<StreamId, (StreamEpoch, Offset, String, ProducerTable)> = HashMap::new();
         let mut leaving = Vec::new();
         for (id, row) in &view.streams {
             match &row.state {
                 StreamState::Open { node, node_epoch } if node == &self.id && *node_epoch == self.epoch => {
-                    wanted.insert(*id, (row.stream_epoch, row.committed_end, row.topic_name.clone()));
+                    wanted.insert(*id, wanted_row(id, row));
                 }
                 // Still ours while we hand it over: reads go on, appends stop.
                 StreamState::Transferring { from, from_epoch, .. } if from == &self.id && *from_epoch == self.epoch => {
-                    wanted.insert(*id, (row.stream_epoch, row.committed_end, row.topic_name.clone()));
+                    wanted.insert(*id, wanted_row(id, row));
                     leaving.push(*id);
                 }
                 _ => {}
@@ -255,17 +275,24 @@ impl Node {
         drop(view);
         let mut streams = self.streams.write().unwrap();
         streams.retain(|id, s| {
-            let keep = wanted.get(id).is_some_and(|(e, _, _)| *e == s.epoch);
+            let keep = wanted.get(id).is_some_and(|(e, _, _, _)| *e == s.epoch);
             if !keep {
                 s.stop_accepting();
                 tracing::info!(stream = %id, "stream no longer ours");
             }
             keep
         });
-        for (id, (epoch, committed_end, topic)) in wanted {
+        for (id, (epoch, committed_end, topic, producers)) in wanted {
             let s = streams.entry(id).or_insert_with(|| {
-                tracing::info!(stream = %id, stream_epoch = %epoch, %committed_end, "opening stream");
-                Arc::new(OpenStream::open(id, topic, epoch, committed_end, self.budget.clone()))
+                tracing::info!(stream = %id, stream_epoch = %epoch, %committed_end, producers = producers.len(), "opening stream");
+                Arc::new(OpenStream::open(
+                    id,
+                    topic,
+                    epoch,
+                    committed_end,
+                    producers,
+                    self.budget.clone(),
+                ))
             });
             if !leaving.contains(&id) && self.phase() == Phase::Ready && !self.handing_off.lock().unwrap().contains(&id)
             {

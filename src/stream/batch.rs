@@ -130,6 +130,19 @@ pub fn encode_batch(base_offset: Offset, records: &[Record]) -> Bytes {
     out.freeze()
 }
 
+/// `batch` (one encoded batch) as an idempotent producer would send it:
+/// producer id, epoch and base sequence set, CRC recomputed.
+pub fn with_producer(batch: &[u8], producer_id: i64, producer_epoch: i16, base_sequence: i32) -> Bytes {
+    const PRODUCER_OFFSET: usize = ATTRIBUTES_OFFSET + 2 + 4 + 8 + 8;
+    let mut out = BytesMut::from(batch);
+    out[PRODUCER_OFFSET..PRODUCER_OFFSET + 8].copy_from_slice(&producer_id.to_be_bytes());
+    out[PRODUCER_OFFSET + 8..PRODUCER_OFFSET + 10].copy_from_slice(&producer_epoch.to_be_bytes());
+    out[PRODUCER_OFFSET + 10..PRODUCER_OFFSET + 14].copy_from_slice(&base_sequence.to_be_bytes());
+    let crc = crc32c::crc32c(&out[ATTRIBUTES_OFFSET..]);
+    out[CRC_OFFSET..ATTRIBUTES_OFFSET].copy_from_slice(&crc.to_be_bytes());
+    out.freeze()
+}
+
 fn encode_record_body(out: &mut Vec<u8>, r: &Record, base_timestamp: i64, offset_delta: i32) {
     out.put_i8(0); // attributes: unused by Kafka
     put_varlong(out, r.timestamp_ms.wrapping_sub(base_timestamp));

@@ -4,4 +4,5 @@ pub mod batch;
 pub mod budget;
 pub mod dataobj;
 pub mod partition;
+pub mod producers;
 pub mod reader;

@@ -8,9 +8,10 @@
 
 use super::batch::{decode_records, encode_batch, Record};
 use super::budget::Budget;
+use super::producers::{ProducerBatch, ProducerTable, Verdict};
 use crate::api::{ApiError, Appended, ErrorCode};
 use crate::ids::{Offset, StreamEpoch, StreamId};
-use crate::wal::segment::WalEntry;
+use crate::wal::segment::{ProducerInfo, WalEntry};
 use crate::wal::WalWriter;
 use bytes::Bytes;
 use std::collections::VecDeque;
@@ -27,6 +28,8 @@ pub struct TailBatch {
     /// Bytes reserved in the budget for this batch.
     pub reserved: usize,
     pub appended_at: Instant,
+    /// Set when an idempotent producer wrote the batch.
+    pub producer: Option<ProducerBatch>,
 }
 
 #[derive(Debug)]
@@ -37,6 +40,8 @@ struct Inner {
     accepting: bool,
     /// End of a flush whose commit is in flight.
     flushing_to: Option<Offset>,
+    /// Idempotent producers, as of `next`.
+    producers: ProducerTable,
 }
 
 /// Records ready to go into a data object: the durable, unflushed prefix.
@@ -47,6 +52,8 @@ pub struct Flushable {
     pub max_timestamp: i64,
     pub parts: Vec<Bytes>,
     pub bytes: usize,
+    /// The last few idempotent-producer batches of the range, per producer.
+    pub producers: Vec<ProducerBatch>,
 }
 
 #[derive(Debug)]
@@ -62,8 +69,16 @@ pub struct OpenStream {
 }
 
 impl OpenStream {
-    /// Open at the committed end recorded in the view.
-    pub fn open(id: StreamId, topic: String, epoch: StreamEpoch, committed_end: Offset, budget: Arc<Budget>) -> Self {
+    /// Open at the committed end recorded in the view, with the view's
+    /// idempotent-producer state as of that end.
+    pub fn open(
+        id: StreamId,
+        topic: String,
+        epoch: StreamEpoch,
+        committed_end: Offset,
+        producers: ProducerTable,
+        budget: Arc<Budget>,
+    ) -> Self {
         let (high_watermark, _) = watch::channel(committed_end);
         Self {
             id,
@@ -75,6 +90,7 @@ impl OpenStream {
                 tail: VecDeque::new(),
                 accepting: true,
                 flushing_to: None,
+                producers,
             })),
             high_watermark: Arc::new(high_watermark),
             budget,
@@ -100,7 +116,7 @@ impl OpenStream {
         }
         let count = u32::try_from(records.len()).map_err(|_| ApiError::invalid("too many records in one append"))?;
         let max_timestamp = records.iter().map(|r| r.timestamp_ms).max().unwrap_or(0);
-        self.append_encoded(wal, count, max_timestamp, |base| encode_batch(base, records))
+        self.append_encoded(wal, count, max_timestamp, None, |base| encode_batch(base, records))
             .await
     }
 
@@ -108,6 +124,12 @@ impl OpenStream {
     /// caller with [`super::batch::parse_batch`]): its base offset is
     /// rewritten to the next offset and its partition leader epoch to the
     /// stream epoch; the bytes are otherwise stored as sent.
+    ///
+    /// A batch from an idempotent producer (producer id and base sequence
+    /// set) is checked against the producer's last batches first: a retry
+    /// is answered with its original offsets once those are durable, a gap
+    /// is refused with `out_of_order_sequence`, an old epoch with
+    /// `invalid_producer_epoch`, and nothing is appended for any of them.
     pub async fn append_batch(&self, wal: &WalWriter, batch: &[u8]) -> Result<Appended, ApiError> {
         let info = super::batch::parse_batch(&format!("batch for {}", self.id), batch)
             .map_err(|e| ApiError::invalid(e.to_string()))?;
@@ -116,7 +138,12 @@ impl OpenStream {
         }
         let count = info.last_offset_delta + 1;
         let epoch = i32::try_from(self.epoch.get()).unwrap_or(i32::MAX);
-        self.append_encoded(wal, count, info.max_timestamp, |base| {
+        let producer = (info.producer_id >= 0 && info.base_sequence >= 0).then_some(ProducerInfo {
+            producer_id: info.producer_id,
+            producer_epoch: info.producer_epoch,
+            base_sequence: info.base_sequence,
+        });
+        self.append_encoded(wal, count, info.max_timestamp, producer, |base| {
             let mut bytes = bytes::BytesMut::from(batch);
             super::batch::set_base_offset(&mut bytes, base);
             super::batch::set_leader_epoch(&mut bytes, epoch);
@@ -132,12 +159,41 @@ impl OpenStream {
         wal: &WalWriter,
         count: u32,
         max_timestamp: i64,
+        producer: Option<ProducerInfo>,
         encode: impl FnOnce(Offset) -> Bytes,
     ) -> Result<Appended, ApiError> {
-        let (base, end, ack) = {
+        // A retried batch breaks out with its original offsets.
+        let assigned = 'assign: {
             let mut inner = self.inner.lock().unwrap();
             if !inner.accepting {
                 return Err(ApiError::unavailable(format!("stream {} is closing", self.id)));
+            }
+            if let Some(p) = &producer {
+                match inner
+                    .producers
+                    .check(p.producer_id, p.producer_epoch, p.base_sequence, count)
+                {
+                    Verdict::Append => {}
+                    Verdict::Duplicate { base, count } => break 'assign Err((base, count)),
+                    Verdict::OutOfOrder { expected } => {
+                        return Err(ApiError::new(
+                            ErrorCode::OutOfOrderSequence,
+                            format!(
+                                "producer {} epoch {}: sequence {} on {} does not follow the last batch (expected {expected})",
+                                p.producer_id, p.producer_epoch, p.base_sequence, self.id
+                            ),
+                        ))
+                    }
+                    Verdict::StaleEpoch { current } => {
+                        return Err(ApiError::new(
+                            ErrorCode::InvalidProducerEpoch,
+                            format!(
+                                "producer {} epoch {} on {} is older than epoch {current}",
+                                p.producer_id, p.producer_epoch, self.id
+                            ),
+                        ))
+                    }
+                }
             }
             let base = inner.next;
             let batch = encode(base);
@@ -159,7 +215,7 @@ impl OpenStream {
                 base_offset: base,
                 record_count: count,
                 max_timestamp,
-                producer: None,
+                producer,
                 batch: batch.clone(),
             };
             let ack = match wal.append(entry) {
@@ -171,6 +227,17 @@ impl OpenStream {
                 }
             };
             inner.next = end;
+            let producer = producer.map(|p| ProducerBatch {
+                producer_id: p.producer_id,
+                producer_epoch: p.producer_epoch,
+                first_seq: p.base_sequence,
+                last_seq: ProducerBatch::last_seq_of(p.base_sequence, count),
+                base,
+                count,
+            });
+            if let Some(p) = producer {
+                inner.producers.record(p);
+            }
             inner.tail.push_back(TailBatch {
                 base,
                 end,
@@ -178,8 +245,13 @@ impl OpenStream {
                 bytes: batch,
                 reserved,
                 appended_at: Instant::now(),
+                producer,
             });
-            (base, end, ack)
+            Ok((base, end, ack))
+        };
+        let (base, end, ack) = match assigned {
+            Ok(a) => a,
+            Err((base, count)) => return self.await_duplicate(base, count).await,
         };
         // The ack is awaited in a task of its own: a caller that gives up
         // (a client timeout drops this future) must not leave the high
@@ -208,6 +280,30 @@ impl OpenStream {
             Ok(Ok(())) => Ok(Appended { base, count }),
             Ok(Err(e)) => Err(e),
             Err(_) => Err(ApiError::unavailable("append task stopped")),
+        }
+    }
+
+    /// Answer a retried batch with its original offsets once they are
+    /// durable. If the stream stops accepting first, the original may never
+    /// become durable here: the producer retries on the next owner, which
+    /// knows from the WAL or the view whether it landed.
+    async fn await_duplicate(&self, base: Offset, count: u32) -> Result<Appended, ApiError> {
+        let end = base.plus(u64::from(count));
+        let mut hw = self.high_watermark.subscribe();
+        loop {
+            if *hw.borrow_and_update() >= end {
+                return Ok(Appended { base, count });
+            }
+            if !self.inner.lock().unwrap().accepting {
+                return Err(ApiError::unavailable(format!(
+                    "stream {} is closing; retry the batch on its next owner",
+                    self.id
+                )));
+            }
+            let changed = tokio::time::timeout(std::time::Duration::from_millis(100), hw.changed()).await;
+            if matches!(changed, Ok(Err(_))) {
+                return Err(ApiError::unavailable("stream closed"));
+            }
         }
     }
 
@@ -316,7 +412,9 @@ impl OpenStream {
             max_timestamp: 0,
             parts: Vec::new(),
             bytes: 0,
+            producers: Vec::new(),
         };
+        let mut producers = Vec::new();
         for b in inner.tail.iter().filter(|b| b.end <= hw) {
             if !f.parts.is_empty() && f.bytes + b.bytes.len() > max_bytes {
                 break;
@@ -325,7 +423,9 @@ impl OpenStream {
             f.max_timestamp = f.max_timestamp.max(b.max_timestamp);
             f.bytes += b.bytes.len();
             f.parts.push(b.bytes.clone());
+            producers.extend(b.producer);
         }
+        f.producers = ProducerTable::compact(producers);
         if f.parts.is_empty() {
             return None;
         }

@@ -110,6 +110,7 @@ fn chunk(stream: StreamId, se: u64, base: u64, end: u64) -> ChunkCommit {
             max_timestamp: 0,
             crc: 0,
         },
+        producers: vec![],
     }
 }
 
@@ -1119,4 +1120,130 @@ fn delete_group_forgets_its_offsets_and_rejects_an_unknown_group() {
     assert_eq!(delete(&mut h), Outcome::Applied);
     assert!(h.view.groups.is_empty());
     assert!(rejected(&delete(&mut h)));
+}
+
+fn producer_batch(pid: i64, first_seq: i32, base: u64, count: u32) -> crate::stream::producers::ProducerBatch {
+    crate::stream::producers::ProducerBatch {
+        producer_id: pid,
+        producer_epoch: 0,
+        first_seq,
+        last_seq: first_seq + count as i32 - 1,
+        base: Offset(base),
+        count,
+    }
+}
+
+#[test]
+fn committed_chunks_carry_producer_state_into_the_stream_row() {
+    use crate::stream::producers::Verdict;
+    let (mut h, e, s) = Harness::with_open_stream();
+    let mut c = chunk(s, 1, 0, 5);
+    c.producers = vec![producer_batch(7, 0, 0, 2), producer_batch(7, 2, 2, 3)];
+    let commit = Command::CommitObjects {
+        node: n("n1"),
+        epoch: e,
+        chunks: vec![c],
+    };
+    assert_eq!(h.apply_as("n1", Some(e.0), commit), Outcome::Applied);
+    let row = &h.view.streams[&s];
+    assert_eq!(
+        row.producers.check(7, 0, 2, 3),
+        Verdict::Duplicate {
+            base: Offset(2),
+            count: 3
+        }
+    );
+    assert_eq!(row.producers.check(7, 0, 5, 1), Verdict::Append);
+    // The state survives a snapshot round trip.
+    let json = serde_json::to_string(&h.view).unwrap();
+    assert_eq!(serde_json::from_str::<View>(&json).unwrap(), h.view);
+}
+
+#[test]
+fn a_producer_batch_outside_its_chunk_is_rejected_and_changes_nothing() {
+    let (mut h, e, s) = Harness::with_open_stream();
+    let mut c = chunk(s, 1, 0, 5);
+    c.producers = vec![producer_batch(7, 0, 4, 2)];
+    let before = h.view.streams[&s].clone();
+    let commit = Command::CommitObjects {
+        node: n("n1"),
+        epoch: e,
+        chunks: vec![c],
+    };
+    assert!(rejected(&h.apply_as("n1", Some(e.0), commit)));
+    assert_eq!(h.view.streams[&s], before);
+}
+
+#[test]
+fn producer_ids_are_handed_out_in_disjoint_blocks() {
+    let mut h = Harness::new();
+    let e1 = h.register("n1");
+    let e2 = h.register("n2");
+    let a = h.apply_as("n1", Some(e1.0), Command::AllocateProducerIds { count: 1000 });
+    let b = h.apply_as("n2", Some(e2.0), Command::AllocateProducerIds { count: 10 });
+    assert_eq!(a, Outcome::ProducerIds { first: 0 });
+    assert_eq!(b, Outcome::ProducerIds { first: 1000 });
+    assert_eq!(h.view.next_producer_id, 1010);
+}
+
+#[test]
+fn producer_id_blocks_must_be_sized_sensibly_and_proposers_alive() {
+    let mut h = Harness::new();
+    let e = h.register("n1");
+    assert!(rejected(&h.apply_as(
+        "n1",
+        Some(e.0),
+        Command::AllocateProducerIds { count: 0 }
+    )));
+    let too_many = MAX_PRODUCER_ID_BLOCK + 1;
+    assert!(rejected(&h.apply_as(
+        "n1",
+        Some(e.0),
+        Command::AllocateProducerIds { count: too_many }
+    )));
+    assert!(rejected(&h.apply_as(
+        "n9",
+        Some(1),
+        Command::AllocateProducerIds { count: 1 }
+    )));
+    assert_eq!(h.view.next_producer_id, 0);
+}
+
+#[test]
+fn each_new_stream_epoch_records_where_it_started() {
+    let (mut h, e1, s) = Harness::with_open_stream();
+    h.apply_as(
+        "n1",
+        Some(e1.0),
+        Command::CommitObjects {
+            node: n("n1"),
+            epoch: e1,
+            chunks: vec![chunk(s, 1, 0, 5)],
+        },
+    );
+    let close = Command::CloseStream {
+        stream: s,
+        stream_epoch: StreamEpoch(1),
+        end: Offset(5),
+    };
+    assert_eq!(h.apply_as("n1", Some(e1.0), close), Outcome::Applied);
+    let place = Command::PlaceStream {
+        stream: s,
+        node: n("n1"),
+        node_epoch: e1,
+    };
+    assert_eq!(h.apply_as("n1", Some(e1.0), place), Outcome::Applied);
+    let row = &h.view.streams[&s];
+    assert_eq!(row.stream_epoch, StreamEpoch(2));
+    assert_eq!(
+        row.epoch_starts,
+        vec![(StreamEpoch(1), Offset(0)), (StreamEpoch(2), Offset(5))]
+    );
+    assert_eq!(row.epoch_end(StreamEpoch(1)), Some(Offset(5)));
+    assert_eq!(row.epoch_end(StreamEpoch(0)), Some(Offset(0)));
+    assert_eq!(
+        row.epoch_end(StreamEpoch(2)),
+        None,
+        "the current epoch ends at the high watermark"
+    );
 }

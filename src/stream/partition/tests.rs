@@ -1,6 +1,7 @@
 use super::*;
 use crate::ids::{NodeEpoch, NodeId, TopicId};
 use crate::store::MemoryStore;
+use crate::stream::batch::encode_batch;
 use crate::wal::WalConfig;
 
 fn rec(v: &str) -> Record {
@@ -25,6 +26,7 @@ fn setup(limit: usize) -> (OpenStream, WalWriter, Arc<Budget>) {
         "t".into(),
         StreamEpoch(1),
         Offset(5),
+        ProducerTable::default(),
         budget.clone(),
     );
     (s, wal, budget)
@@ -125,6 +127,7 @@ async fn the_watermark_advances_even_if_the_caller_stops_waiting() {
         "t".into(),
         StreamEpoch(1),
         Offset(0),
+        ProducerTable::default(),
         budget,
     );
     // A client that gives up before the ack (its future is dropped).
@@ -136,4 +139,94 @@ async fn the_watermark_advances_even_if_the_caller_stops_waiting() {
         .unwrap()
         .unwrap();
     assert!(s.quiescent(), "a stream can be closed after an abandoned append");
+}
+
+fn idempotent(pid: i64, epoch: i16, seq: i32, values: &[&str]) -> Bytes {
+    let records: Vec<Record> = values.iter().map(|v| rec(v)).collect();
+    crate::stream::batch::with_producer(&encode_batch(Offset(0), &records), pid, epoch, seq)
+}
+
+#[tokio::test]
+async fn a_retried_idempotent_batch_gets_its_original_offsets_and_is_not_stored_twice() {
+    let (s, wal, _) = setup(1 << 20);
+    let first = s.append_batch(&wal, &idempotent(9, 0, 0, &["a", "b"])).await.unwrap();
+    let second = s.append_batch(&wal, &idempotent(9, 0, 2, &["c"])).await.unwrap();
+    let retry = s.append_batch(&wal, &idempotent(9, 0, 0, &["a", "b"])).await.unwrap();
+    assert_eq!((first.base, first.count), (Offset(5), 2));
+    assert_eq!(second.base, Offset(7));
+    assert_eq!(retry, first, "the retry is answered with the first write's offsets");
+    assert_eq!(s.high_watermark(), Offset(8), "nothing appended for the retry");
+}
+
+#[tokio::test]
+async fn sequence_gaps_and_old_epochs_are_refused_and_append_nothing() {
+    let (s, wal, _) = setup(1 << 20);
+    s.append_batch(&wal, &idempotent(9, 1, 0, &["a"])).await.unwrap();
+    let gap = s.append_batch(&wal, &idempotent(9, 1, 5, &["x"])).await.unwrap_err();
+    assert_eq!(gap.code, ErrorCode::OutOfOrderSequence);
+    let old = s.append_batch(&wal, &idempotent(9, 0, 1, &["x"])).await.unwrap_err();
+    assert_eq!(old.code, ErrorCode::InvalidProducerEpoch);
+    assert_eq!(s.high_watermark(), Offset(6));
+    // The next sequence and a new epoch starting at 0 are fine.
+    assert_eq!(
+        s.append_batch(&wal, &idempotent(9, 1, 1, &["b"])).await.unwrap().base,
+        Offset(6)
+    );
+    assert_eq!(
+        s.append_batch(&wal, &idempotent(9, 2, 0, &["c"])).await.unwrap().base,
+        Offset(7)
+    );
+}
+
+#[tokio::test]
+async fn producer_state_opened_from_the_view_catches_retries_of_flushed_batches() {
+    let (s, wal, _) = setup(1 << 20);
+    let written = s.append_batch(&wal, &idempotent(9, 0, 0, &["a"])).await.unwrap();
+    s.append_batch(&wal, &idempotent(10, 3, 7, &["b"])).await.unwrap();
+    let f = s.begin_flush(1 << 20).unwrap();
+    assert_eq!(f.producers.len(), 2, "the flush carries both producers' batches");
+    // A new owner opens with what the view recorded from the flush.
+    let mut table = ProducerTable::default();
+    f.producers.iter().for_each(|b| table.record(*b));
+    let budget = Arc::new(Budget::new(1 << 20));
+    let next = OpenStream::open(s.id, "t".into(), StreamEpoch(2), f.end, table, budget);
+    let retry = next.append_batch(&wal, &idempotent(9, 0, 0, &["a"])).await.unwrap();
+    assert_eq!(retry, written);
+    let gap = next
+        .append_batch(&wal, &idempotent(10, 3, 9, &["c"]))
+        .await
+        .unwrap_err();
+    assert_eq!(gap.code, ErrorCode::OutOfOrderSequence);
+    assert_eq!(next.high_watermark(), f.end);
+}
+
+#[tokio::test]
+async fn idempotent_batches_carry_their_producer_into_the_wal() {
+    let store = Arc::new(MemoryStore::new());
+    let wal = WalWriter::start(store.clone(), NodeId::new("n"), NodeEpoch(1), WalConfig::default());
+    let budget = Arc::new(Budget::new(1 << 20));
+    let s = OpenStream::open(
+        StreamId::new(TopicId(1), 0),
+        "t".into(),
+        StreamEpoch(1),
+        Offset(0),
+        ProducerTable::default(),
+        budget,
+    );
+    s.append_batch(&wal, &idempotent(42, 1, 3, &["a", "b"])).await.unwrap();
+    let keys = crate::store::ObjectStore::list(store.as_ref(), "").await.unwrap();
+    assert_eq!(keys.len(), 1, "one WAL segment: {keys:?}");
+    let body = crate::store::ObjectStore::get(store.as_ref(), &keys[0].key, None)
+        .await
+        .unwrap()
+        .unwrap();
+    let segment = crate::wal::segment::decode_segment(&keys[0].key, &body).unwrap();
+    assert_eq!(
+        segment.entries[0].producer,
+        Some(ProducerInfo {
+            producer_id: 42,
+            producer_epoch: 1,
+            base_sequence: 3
+        })
+    );
 }
