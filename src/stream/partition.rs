@@ -251,7 +251,10 @@ impl OpenStream {
         };
         let (base, end, ack) = match assigned {
             Ok(a) => a,
-            Err((base, count)) => return self.await_duplicate(base, count).await,
+            Err((base, count)) => {
+                crate::telemetry::count("producer_duplicates_total", &[]);
+                return self.await_duplicate(base, count).await;
+            }
         };
         // The ack is awaited in a task of its own: a caller that gives up
         // (a client timeout drops this future) must not leave the high

@@ -28,12 +28,18 @@ pub struct Server {
     pub node_id: String,
     pub data_dir: PathBuf,
     pub port: u16,
+    /// The Kafka listener, `127.0.0.1:<port>`.
+    pub kafka_addr: String,
     extra: Vec<String>,
 }
 
 impl Server {
     /// Start `sluice serve` on `data_dir` and wait until `/ready` says so.
     pub fn start(node_id: &str, data_dir: &Path, port: u16, extra: &[&str]) -> Server {
+        Self::start_with_kafka(node_id, data_dir, port, &format!("127.0.0.1:{}", free_port()), extra)
+    }
+
+    fn start_with_kafka(node_id: &str, data_dir: &Path, port: u16, kafka_addr: &str, extra: &[&str]) -> Server {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -44,7 +50,7 @@ impl Server {
             .args(["--node-id", node_id])
             .args(["--data-dir", data_dir.to_str().unwrap()])
             .args(["--http-addr", &format!("127.0.0.1:{port}")])
-            .args(["--kafka-addr", &format!("127.0.0.1:{}", free_port())])
+            .args(["--kafka-addr", kafka_addr])
             .args([
                 "--heartbeat-interval-sec",
                 "1",
@@ -64,6 +70,7 @@ impl Server {
             node_id: node_id.to_string(),
             data_dir: data_dir.to_path_buf(),
             port,
+            kafka_addr: kafka_addr.to_string(),
             extra: extra.iter().map(|s| s.to_string()).collect(),
         };
         server.wait_ready(Duration::from_secs(20));
@@ -101,10 +108,10 @@ impl Server {
         self.child.wait().unwrap()
     }
 
-    /// Start again with the same id, directory and port.
+    /// Start again with the same id, directory and ports.
     pub fn restart(&self) -> Server {
         let extra: Vec<&str> = self.extra.iter().map(String::as_str).collect();
-        Server::start(&self.node_id, &self.data_dir, self.port, &extra)
+        Server::start_with_kafka(&self.node_id, &self.data_dir, self.port, &self.kafka_addr, &extra)
     }
 }
 
