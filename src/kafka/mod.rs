@@ -471,12 +471,6 @@ pub async fn produce_partition(
             Ok(b) => b,
             Err(e) => return fail(code::CORRUPT_MESSAGE, e.to_string()),
         };
-        if info.compression != 0 {
-            return fail(
-                code::UNSUPPORTED_COMPRESSION_TYPE,
-                "compressed batches are not supported yet".into(),
-            );
-        }
         if info.is_transactional || info.is_control {
             return fail(code::INVALID_RECORD, "transactional batches are not supported".into());
         }

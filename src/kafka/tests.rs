@@ -508,7 +508,8 @@ async fn metadata_produce_fetch_and_list_offsets_over_a_node() {
     gzip[17..21].copy_from_slice(&crc.to_be_bytes());
     assert_eq!(
         produce_answer(call(engine, produce(&gzip, 1)).await).0,
-        code::UNSUPPORTED_COMPRESSION_TYPE
+        code::CORRUPT_MESSAGE,
+        "flagged gzip, holds plain records"
     );
     let unknown = request(PRODUCE, 8, 2, &produce_body(1, "nope", 0, &b2));
     assert_eq!(

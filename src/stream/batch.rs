@@ -25,6 +25,7 @@
 //! the broker can assign them ([`set_base_offset`], [`set_leader_epoch`])
 //! without re-checksumming the batch.
 
+use super::codec;
 use crate::format::{Cursor, FormatError, Result};
 use crate::ids::Offset;
 use bytes::{BufMut, Bytes, BytesMut};
@@ -123,6 +124,21 @@ pub fn encode_batch(base_offset: Offset, records: &[Record]) -> Bytes {
         out.put_slice(&body);
     }
 
+    let batch_length = len_i32(out.len() - LOG_OVERHEAD);
+    out[8..12].copy_from_slice(&batch_length.to_be_bytes());
+    let crc = crc32c::crc32c(&out[ATTRIBUTES_OFFSET..]);
+    out[CRC_OFFSET..ATTRIBUTES_OFFSET].copy_from_slice(&crc.to_be_bytes());
+    out.freeze()
+}
+
+/// `batch` (one uncompressed encoded batch) with its records compressed by
+/// `codec`, as a producer configured with that codec would send it.
+pub fn compress_batch(batch: &[u8], codec_id: u8) -> Bytes {
+    let mut out = BytesMut::from(&batch[..BATCH_HEADER_LEN]);
+    out.extend_from_slice(&codec::compress(codec_id, &batch[BATCH_HEADER_LEN..]));
+    let attributes = i16::from_be_bytes([out[ATTRIBUTES_OFFSET], out[ATTRIBUTES_OFFSET + 1]]);
+    let attributes = (attributes & !COMPRESSION_MASK) | i16::from(codec_id);
+    out[ATTRIBUTES_OFFSET..ATTRIBUTES_OFFSET + 2].copy_from_slice(&attributes.to_be_bytes());
     let batch_length = len_i32(out.len() - LOG_OVERHEAD);
     out[8..12].copy_from_slice(&batch_length.to_be_bytes());
     let crc = crc32c::crc32c(&out[ATTRIBUTES_OFFSET..]);
@@ -379,9 +395,10 @@ pub fn set_leader_epoch(batch: &mut [u8], epoch: i32) {
     batch[LEADER_EPOCH_OFFSET..LEADER_EPOCH_OFFSET + 4].copy_from_slice(&epoch.to_be_bytes());
 }
 
-/// Decodes every record of the uncompressed batch at the start of `batch`,
-/// with its absolute offset. The header is validated as by [`parse_batch`]
-/// first, so the records are CRC-checked before they are interpreted.
+/// Decodes every record of the batch at the start of `batch`, with its
+/// absolute offset. The header is validated as by [`parse_batch`] first, so
+/// the records are CRC-checked before they are interpreted. A compressed
+/// batch is decompressed first (bounded by [`codec::MAX_DECOMPRESSED`]).
 ///
 /// Offset deltas must be dense (0, 1, 2, ...): Sluice never compacts, so a
 /// gap means the batch was built wrongly.
@@ -389,15 +406,29 @@ pub fn decode_records(object: &str, batch: &[u8]) -> Result<Vec<(Offset, Record)
     let mut c = Cursor::new(object, batch);
     let header = parse_header(&mut c)?;
     let info = header.info;
-    if info.compression != 0 {
-        return Err(c.error_at(
-            ATTRIBUTES_OFFSET as u64,
-            format!("compressed batches are not decoded here (codec {})", info.compression),
-        ));
-    }
     let records_at = c.position();
     let area = c.bytes(info.batch_len - BATCH_HEADER_LEN)?;
-    let mut rc = Cursor::at(object, area, records_at);
+    let decompressed;
+    let mut rc = if info.compression == codec::NONE {
+        Cursor::at(object, area, records_at)
+    } else {
+        decompressed = codec::decompress(info.compression, area, codec::MAX_DECOMPRESSED)
+            .map_err(|e| c.error_at(records_at, e))?;
+        if info.last_offset_delta != info.record_count - 1
+            || info.record_count as usize > decompressed.len() / MIN_RECORD_LEN
+        {
+            return Err(c.error_at(
+                records_at,
+                format!(
+                    "{} records (last offset delta {}) in {} decompressed bytes",
+                    info.record_count,
+                    info.last_offset_delta,
+                    decompressed.len()
+                ),
+            ));
+        }
+        Cursor::at(object, &decompressed, 0)
+    };
     // parse_header bounded record_count by area.len() / MIN_RECORD_LEN.
     let mut out = Vec::with_capacity(info.record_count as usize);
     let log_append = header.attributes & TIMESTAMP_TYPE_LOG_APPEND != 0;
@@ -770,14 +801,34 @@ mod tests {
     }
 
     #[test]
-    fn compressed_batches_are_refused_clearly() {
+    fn compressed_batches_decode_to_the_same_records_with_every_codec() {
+        let records = sample_records();
+        let plain = encode_batch(Offset(40), &records);
+        let expected = decode_records("b", &plain).unwrap();
+        for id in [codec::GZIP, codec::SNAPPY, codec::LZ4, codec::ZSTD] {
+            let packed = compress_batch(&plain, id);
+            let info = parse_batch("b", &packed).unwrap();
+            assert_eq!((info.compression, info.batch_len), (id, packed.len()));
+            assert_eq!(decode_records("b", &packed).unwrap(), expected, "{}", codec::name(id));
+        }
+    }
+
+    #[test]
+    fn a_compressed_batch_that_lies_about_its_records_is_refused() {
         let mut batch = encode_batch(Offset(0), &sample_records()).to_vec();
-        batch[ATTRIBUTES_OFFSET + 1] |= 1; // gzip
+        batch[ATTRIBUTES_OFFSET + 1] |= 1; // says gzip, holds plain records
         resign(&mut batch);
         let info = parse_batch("b", &batch).unwrap();
         assert_eq!(info.compression, 1);
         let err = decode_records("b", &batch).unwrap_err();
-        assert!(err.reason.contains("compressed batches are not decoded here"), "{err}");
+        assert!(err.reason.contains("gzip"), "{err}");
+        // Compressed, but the header claims one record more than it holds.
+        let mut packed = compress_batch(&encode_batch(Offset(0), &sample_records()), codec::LZ4).to_vec();
+        let count = i32::from_be_bytes(packed[57..61].try_into().unwrap()) + 1;
+        packed[57..61].copy_from_slice(&count.to_be_bytes());
+        packed[23..27].copy_from_slice(&(count - 1).to_be_bytes());
+        resign(&mut packed);
+        assert!(decode_records("b", &packed).is_err());
         batch[ATTRIBUTES_OFFSET + 1] |= 7;
         resign(&mut batch);
         assert!(parse_batch("b", &batch).unwrap_err().reason.contains("codec 7"));

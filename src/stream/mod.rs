@@ -2,6 +2,7 @@
 //! memory budget, data objects, and reads of committed records.
 pub mod batch;
 pub mod budget;
+pub mod codec;
 pub mod dataobj;
 pub mod partition;
 pub mod producers;
