@@ -57,8 +57,10 @@ fn owner(node: &Node, s: StreamId) -> Option<String> {
     }
 }
 
+/// Every partition of `topic` is open in `node`'s view and served by its
+/// owner (an owner opens a stream shortly after the view places it there).
 async fn all_open(node: &Node, topic: &str) -> bool {
-    eventually(Duration::from_secs(20), || {
+    let placed = eventually(Duration::from_secs(20), || {
         let v = node.meta.view();
         let t = &v.topics[topic];
         let open = v
@@ -66,7 +68,24 @@ async fn all_open(node: &Node, topic: &str) -> bool {
             .all(|(_, r)| matches!(r.state, StreamState::Open { .. }));
         open
     })
-    .await
+    .await;
+    let partitions = node.meta.view().topics[topic].partitions;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    for p in 0..partitions {
+        let tail = || ReadRequest {
+            from: ReadFrom::End,
+            limit: 1,
+            max_bytes: 1,
+            wait: Duration::ZERO,
+        };
+        while node.read(topic, p, tail()).await.is_err() {
+            if Instant::now() > deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    placed
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -330,6 +330,9 @@ impl Core {
                 .observe(&view, me.epoch.map(|e| (&me.node, e)));
             outcomes
         };
+        // Publish the index before answering: a proposer that got its
+        // outcome must find `applied()` at or past its entry.
+        self.shared.applied.send_replace(index);
         if self
             .pending
             .as_ref()
@@ -341,7 +344,6 @@ impl Core {
                 let _ = reply.send(Ok(outcomes.by_ref().take(n).collect()));
             }
         }
-        self.shared.applied.send_replace(index);
     }
 
     fn fail_pending(&mut self, err: MetaError) {
