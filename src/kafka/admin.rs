@@ -26,6 +26,8 @@ pub mod acode {
     pub const INVALID_REPLICATION_FACTOR: i16 = 38;
     pub const INVALID_REPLICA_ASSIGNMENT: i16 = 39;
     pub const INVALID_CONFIG: i16 = 40;
+    pub const MISMATCHED_ENDPOINT_TYPE: i16 = 114;
+    pub const UNSUPPORTED_ENDPOINT_TYPE: i16 = 115;
 }
 
 /// Partitions of a topic created with `num_partitions` -1 (as when
@@ -113,10 +115,9 @@ pub(super) async fn request(
             encode_alter_configs(w, &results);
         }
         DESCRIBE_CLUSTER => {
-            decode_describe_cluster(r, version)?;
+            let req = decode_describe_cluster(r, version)?;
             w.no_tagged_fields(); // response header v1
-            let (brokers, controller) = cluster(engine);
-            encode_describe_cluster(w, CLUSTER_ID, controller, &brokers);
+            encode_describe_cluster(w, version, &describe_cluster(engine, req));
         }
         _ => unreachable!("is_admin_api() admits only the keys above"),
     }
@@ -492,6 +493,38 @@ async fn alter_resource(
 }
 
 // ------------------------------------------------------------ DescribeCluster
+
+/// Every node serves brokers' requests; there is no separate controller
+/// endpoint to describe.
+fn describe_cluster(engine: &dyn Engine, req: DescribeClusterRequest) -> DescribeClusterResponse {
+    let (brokers, controller) = cluster(engine);
+    let error = match req.endpoint_type {
+        endpoint::BROKERS => None,
+        endpoint::CONTROLLERS => Some((
+            acode::MISMATCHED_ENDPOINT_TYPE,
+            "there are no controller endpoints: every node is a broker".to_string(),
+        )),
+        other => Some((acode::UNSUPPORTED_ENDPOINT_TYPE, format!("endpoint type {other}"))),
+    };
+    match error {
+        None => DescribeClusterResponse {
+            error_code: code::NONE,
+            error_message: None,
+            endpoint_type: req.endpoint_type,
+            cluster_id: CLUSTER_ID.to_string(),
+            controller,
+            brokers,
+        },
+        Some((error_code, message)) => DescribeClusterResponse {
+            error_code,
+            error_message: Some(message),
+            endpoint_type: req.endpoint_type,
+            cluster_id: CLUSTER_ID.to_string(),
+            controller: -1,
+            brokers: Vec::new(),
+        },
+    }
+}
 
 /// The brokers (live, unfenced nodes) and the controller (the lease holder,
 /// else this node), as Metadata reports them.

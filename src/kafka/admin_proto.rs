@@ -1,7 +1,7 @@
 //! Requests and responses of the admin APIs, decoded with bounded readers:
 //! the non-flexible versions of CreateTopics, DeleteTopics,
 //! CreatePartitions, DescribeConfigs, AlterConfigs and
-//! IncrementalAlterConfigs, and DescribeCluster v0 (flexible only: compact
+//! IncrementalAlterConfigs, and DescribeCluster v0–1 (flexible only: compact
 //! strings and arrays, tagged fields, request header v2, response header v1).
 //! The ranges are in [`super::proto::SUPPORTED`].
 
@@ -428,31 +428,60 @@ pub fn encode_alter_configs(w: &mut Writer, results: &[AlterConfigsResult]) {
 
 // ------------------------------------------------------------ DescribeCluster
 
-/// DescribeCluster v0: `include_cluster_authorized_operations` (ignored:
-/// no authorizer), then tagged fields.
-pub fn decode_describe_cluster(r: &mut Reader, _version: i16) -> DecodeResult<bool> {
-    let include_authorized_operations = r.bool()?;
-    r.tagged_fields()?;
-    r.expect_end()?;
-    Ok(include_authorized_operations)
+/// DescribeCluster endpoint types (v1+).
+pub mod endpoint {
+    pub const BROKERS: i8 = 1;
+    pub const CONTROLLERS: i8 = 2;
 }
 
-/// The body of a DescribeCluster v0 response (the response header v1's
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DescribeClusterRequest {
+    /// Ignored: there is no authorizer.
+    pub include_cluster_authorized_operations: bool,
+    /// v1+; brokers before.
+    pub endpoint_type: i8,
+}
+
+pub fn decode_describe_cluster(r: &mut Reader, version: i16) -> DecodeResult<DescribeClusterRequest> {
+    let include_cluster_authorized_operations = r.bool()?;
+    let endpoint_type = if version >= 1 { r.i8()? } else { endpoint::BROKERS };
+    r.tagged_fields()?;
+    r.expect_end()?;
+    Ok(DescribeClusterRequest {
+        include_cluster_authorized_operations,
+        endpoint_type,
+    })
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DescribeClusterResponse {
+    pub error_code: i16,
+    pub error_message: Option<String>,
+    pub endpoint_type: i8,
+    pub cluster_id: String,
+    pub controller: i32,
+    pub brokers: Vec<Broker>,
+}
+
+/// The body of a DescribeCluster response (the response header v1's
 /// tagged fields are the caller's).
-pub fn encode_describe_cluster(w: &mut Writer, cluster_id: &str, controller: i32, brokers: &[Broker]) {
+pub fn encode_describe_cluster(w: &mut Writer, version: i16, resp: &DescribeClusterResponse) {
     w.i32(0); // throttle_time_ms
-    w.i16(0); // error_code
-    w.compact_nullable_string(None); // error_message
-    w.compact_string(cluster_id);
-    w.i32(controller);
-    w.compact_array_len(brokers.len());
-    for b in brokers {
+    w.i16(resp.error_code);
+    w.compact_nullable_string(resp.error_message.as_deref());
+    if version >= 1 {
+        w.i8(resp.endpoint_type);
+    }
+    w.compact_string(&resp.cluster_id);
+    w.i32(resp.controller);
+    w.compact_array_len(resp.brokers.len());
+    for b in &resp.brokers {
         w.i32(b.node_id);
         w.compact_string(&b.host);
         w.i32(b.port);
         w.compact_nullable_string(None); // rack
         w.no_tagged_fields();
     }
-    w.i32(i32::MIN); // cluster_authorized_operations: not requested / no authorizer
+    w.i32(i32::MIN); // cluster_authorized_operations: no authorizer
     w.no_tagged_fields();
 }

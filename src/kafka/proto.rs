@@ -38,7 +38,7 @@ pub const SUPPORTED: [(i16, i16, i16); 22] = [
     (super::admin_proto::CREATE_PARTITIONS, 0, 1),
     (super::group_proto::DELETE_GROUPS, 0, 1),
     (super::admin_proto::INCREMENTAL_ALTER_CONFIGS, 0, 0),
-    (super::admin_proto::DESCRIBE_CLUSTER, 0, 0),
+    (super::admin_proto::DESCRIBE_CLUSTER, 0, 1),
 ];
 
 pub fn supported(key: i16, version: i16) -> bool {

@@ -430,31 +430,48 @@ fn alter_configs_requests_decode_and_results_encode() {
 
 #[test]
 fn describe_cluster_encodes_compact_fields_and_tagged_sections() {
-    let mut w = Writer::default();
-    let brokers = [Broker {
-        node_id: 7,
-        host: "h".into(),
-        port: 9092,
-    }];
-    encode_describe_cluster(&mut w, "c", 7, &brokers);
+    let resp = DescribeClusterResponse {
+        error_code: 0,
+        error_message: None,
+        endpoint_type: endpoint::BROKERS,
+        cluster_id: "c".into(),
+        controller: 7,
+        brokers: vec![Broker {
+            node_id: 7,
+            host: "h".into(),
+            port: 9092,
+        }],
+    };
+    let enc = |v| {
+        let mut w = Writer::default();
+        encode_describe_cluster(&mut w, v, &resp);
+        w.buf.to_vec()
+    };
+    let tail = [
+        2, b'c', // cluster id
+        0, 0, 0, 7, // controller
+        2, // one broker
+        0, 0, 0, 7, 2, b'h', 0, 0, 0x23, 0x84, 0, 0, // id, host, port, rack, tags
+        0x80, 0, 0, 0, // cluster authorized operations
+        0, // tags
+    ];
+    // throttle, error, error message (null), [v1: endpoint type], the rest.
+    let v0: Vec<u8> = [0, 0, 0, 0, 0, 0, 0].iter().chain(&tail).copied().collect();
+    assert_eq!(enc(0), v0);
+    let v1: Vec<u8> = [0, 0, 0, 0, 0, 0, 0, 1].iter().chain(&tail).copied().collect();
+    assert_eq!(enc(1), v1);
+
+    let req = |b: &'static [u8], v| decode_describe_cluster(&mut Reader::new(Bytes::from_static(b)), v);
     assert_eq!(
-        &w.buf[..],
-        &[
-            0, 0, 0, 0, // throttle
-            0, 0, // error
-            0, // error message: null
-            2, b'c', // cluster id
-            0, 0, 0, 7, // controller
-            2, // one broker
-            0, 0, 0, 7, 2, b'h', 0, 0, 0x23, 0x84, 0, 0, // id, host, port, rack, tags
-            0x80, 0, 0, 0, // cluster authorized operations
-            0, // tags
-        ]
+        req(&[1, 0], 0).unwrap(),
+        DescribeClusterRequest {
+            include_cluster_authorized_operations: true,
+            endpoint_type: endpoint::BROKERS
+        }
     );
-    let mut r = Reader::new(Bytes::from_static(&[1, 0]));
-    assert!(decode_describe_cluster(&mut r, 0).unwrap());
-    let mut r = Reader::new(Bytes::from_static(&[0]));
-    assert!(decode_describe_cluster(&mut r, 0).is_err(), "tagged fields are required");
+    assert_eq!(req(&[0, 2, 0], 1).unwrap().endpoint_type, endpoint::CONTROLLERS);
+    assert!(req(&[0], 0).is_err(), "tagged fields are required");
+    assert!(req(&[0, 0], 1).is_err(), "v1 has an endpoint type");
 }
 
 #[test]
@@ -520,6 +537,7 @@ fn admin_bodies() -> Vec<(i16, i16, Vec<u8>)> {
             alter_configs_body(true, &[(2, "t", &[("retention.ms", 1, None)])], false),
         ),
         (DESCRIBE_CLUSTER, 0, vec![0, 0]),
+        (DESCRIBE_CLUSTER, 1, vec![0, 1, 0]),
     ]
 }
 
@@ -907,11 +925,15 @@ async fn admin_requests_to_a_node_without_the_lease_apply_everywhere() {
     let (holder_node, other) = if holder == "n1" { (&n1, &n2) } else { (&n2, &n1) };
 
     // DescribeCluster: both brokers, the lease holder as controller.
-    for n in [&n1, &n2] {
-        let mut r = admin_call(n.as_ref(), DESCRIBE_CLUSTER, 0, &[0, 0]).await;
+    for (n, version) in [(&n1, 0), (&n2, 1)] {
+        let body: &[u8] = if version == 0 { &[0, 0] } else { &[0, 1, 0] };
+        let mut r = admin_call(n.as_ref(), DESCRIBE_CLUSTER, version, body).await;
         r.tagged_fields().unwrap(); // response header v1
         assert_eq!((r.i32().unwrap(), r.i16().unwrap()), (0, 0));
         assert_eq!(r.compact_nullable_string().unwrap(), None);
+        if version == 1 {
+            assert_eq!(r.i8().unwrap(), endpoint::BROKERS);
+        }
         assert_eq!(r.compact_string().unwrap(), "sluice");
         assert_eq!(r.i32().unwrap(), broker_id(&holder));
         let mut brokers = Vec::new();
@@ -934,6 +956,11 @@ async fn admin_requests_to_a_node_without_the_lease_apply_everywhere() {
         r.tagged_fields().unwrap();
         r.expect_end().unwrap();
     }
+    // There are no controller endpoints to describe.
+    let mut r = admin_call(n1.as_ref(), DESCRIBE_CLUSTER, 1, &[0, 2, 0]).await;
+    r.tagged_fields().unwrap();
+    r.i32().unwrap();
+    assert_eq!(r.i16().unwrap(), acode::MISMATCHED_ENDPOINT_TYPE);
 
     // Create, grow and configure through the node without the lease.
     let engine: &dyn Engine = other.as_ref();
@@ -993,7 +1020,7 @@ async fn api_versions_advertises_the_admin_apis() {
     for _ in 0..r.array_len(6).unwrap() {
         got.push((r.i16().unwrap(), r.i16().unwrap(), r.i16().unwrap()));
     }
-    for api in [(19, 0, 4), (20, 0, 3), (32, 0, 3), (33, 0, 1), (37, 0, 1), (44, 0, 0), (60, 0, 0)] {
+    for api in [(19, 0, 4), (20, 0, 3), (32, 0, 3), (33, 0, 1), (37, 0, 1), (44, 0, 0), (60, 0, 1)] {
         assert!(got.contains(&api), "{api:?}");
     }
     // A flexible version not implemented is refused, the connection kept.
