@@ -78,7 +78,10 @@ fn counts<K: std::hash::Hash + Eq>(keys: impl Iterator<Item = K>) -> HashMap<K, 
 }
 
 fn duplicate(what: &str) -> Failure {
-    (code::INVALID_REQUEST, format!("{what} is named more than once in the request"))
+    (
+        code::INVALID_REQUEST,
+        format!("{what} is named more than once in the request"),
+    )
 }
 
 pub(super) async fn request(
@@ -174,7 +177,9 @@ pub fn parse_update(name: &str, value: Option<&str>) -> Result<ConfigUpdate, Str
 /// A topic config's value as Kafka shows it: (value, explicitly set).
 fn config_value(config: &TopicConfig, name: &str) -> (String, bool) {
     match name {
-        RETENTION_MS => config.retention_ms.map_or(("-1".into(), false), |v| (v.to_string(), true)),
+        RETENTION_MS => config
+            .retention_ms
+            .map_or(("-1".into(), false), |v| (v.to_string(), true)),
         RETENTION_BYTES => config
             .retention_bytes
             .map_or(("-1".into(), false), |v| (v.to_string(), true)),
@@ -264,7 +269,10 @@ pub fn validate_creatable(t: &CreatableTopic) -> Result<(u32, TopicConfig), Fail
     if t.replication_factor != -1 && t.replication_factor < 1 {
         return Err((
             acode::INVALID_REPLICATION_FACTOR,
-            format!("replication_factor must be -1 or at least 1, got {}", t.replication_factor),
+            format!(
+                "replication_factor must be -1 or at least 1, got {}",
+                t.replication_factor
+            ),
         ));
     }
     let mut config = TopicConfig::default();
@@ -439,7 +447,10 @@ pub fn topic_updates(configs: &[AlterableConfig], incremental: bool) -> Result<V
             op::APPEND | op::SUBTRACT => {
                 return Err((
                     acode::INVALID_CONFIG,
-                    format!("{:?}: only SET and DELETE are supported, not APPEND or SUBTRACT", c.name),
+                    format!(
+                        "{:?}: only SET and DELETE are supported, not APPEND or SUBTRACT",
+                        c.name
+                    ),
                 ))
             }
             other => {

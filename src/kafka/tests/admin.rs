@@ -76,9 +76,18 @@ fn topic_results(mut r: Reader, key: i16, version: i16) -> Vec<(String, i16, Opt
     out
 }
 
-async fn create_topics(engine: &dyn Engine, version: i16, topics: &[NewTopic<'_>], validate_only: bool) -> Vec<(String, i16, Option<String>)> {
+async fn create_topics(
+    engine: &dyn Engine,
+    version: i16,
+    topics: &[NewTopic<'_>],
+    validate_only: bool,
+) -> Vec<(String, i16, Option<String>)> {
     let body = create_topics_body(version, topics, validate_only);
-    topic_results(admin_call(engine, CREATE_TOPICS, version, &body).await, CREATE_TOPICS, version)
+    topic_results(
+        admin_call(engine, CREATE_TOPICS, version, &body).await,
+        CREATE_TOPICS,
+        version,
+    )
 }
 
 fn errors(results: &[(String, i16, Option<String>)]) -> Vec<i16> {
@@ -95,7 +104,10 @@ fn delete_topics_body(names: &[&str]) -> Vec<u8> {
     w.buf.to_vec()
 }
 
-fn create_partitions_body(topics: &[(&str, i32, Option<&[&[i32]]>)], validate_only: bool) -> Vec<u8> {
+/// One topic for a CreatePartitions body: (name, count, assignments).
+type Growth<'a> = (&'a str, i32, Option<&'a [&'a [i32]]>);
+
+fn create_partitions_body(topics: &[Growth<'_>], validate_only: bool) -> Vec<u8> {
     let mut w = Writer::default();
     w.array_len(topics.len());
     for (name, count, assignments) in topics {
@@ -119,7 +131,12 @@ fn create_partitions_body(topics: &[(&str, i32, Option<&[&[i32]]>)], validate_on
     w.buf.to_vec()
 }
 
-fn describe_configs_body(version: i16, resources: &[(i8, &str, Option<&[&str]>)], synonyms: bool, docs: bool) -> Vec<u8> {
+fn describe_configs_body(
+    version: i16,
+    resources: &[(i8, &str, Option<&[&str]>)],
+    synonyms: bool,
+    docs: bool,
+) -> Vec<u8> {
     let mut w = Writer::default();
     w.array_len(resources.len());
     for (t, name, keys) in resources {
@@ -164,7 +181,14 @@ fn described(mut r: Reader, version: i16) -> Vec<Described> {
             let read_only = r.bool().unwrap();
             let (is_default, source) = if version == 0 {
                 let d = r.bool().unwrap();
-                (d, if d { source::DEFAULT_CONFIG } else { source::DYNAMIC_TOPIC_CONFIG })
+                (
+                    d,
+                    if d {
+                        source::DEFAULT_CONFIG
+                    } else {
+                        source::DYNAMIC_TOPIC_CONFIG
+                    },
+                )
             } else {
                 let s = r.i8().unwrap();
                 (s == source::DEFAULT_CONFIG, s)
@@ -210,7 +234,10 @@ async fn topic_configs(engine: &dyn Engine, topic: &str) -> Vec<(String, String,
         .collect()
 }
 
-fn alter_configs_body(incremental: bool, resources: &[(i8, &str, &[(&str, i8, Option<&str>)])], validate_only: bool) -> Vec<u8> {
+/// One resource for an AlterConfigs body: (type, name, [(key, op, value)]).
+type AlterResource<'a> = (i8, &'a str, &'a [(&'a str, i8, Option<&'a str>)]);
+
+fn alter_configs_body(incremental: bool, resources: &[AlterResource<'_>], validate_only: bool) -> Vec<u8> {
     let mut w = Writer::default();
     w.array_len(resources.len());
     for (t, name, configs) in resources {
@@ -248,7 +275,7 @@ fn altered(mut r: Reader) -> Vec<(i16, Option<String>)> {
 async fn alter(
     engine: &dyn Engine,
     incremental: bool,
-    resources: &[(i8, &str, &[(&str, i8, Option<&str>)])],
+    resources: &[AlterResource<'_>],
     validate_only: bool,
 ) -> Vec<(i16, Option<String>)> {
     let (key, version) = if incremental {
@@ -276,7 +303,9 @@ async fn wait_partitions(engine: &dyn Engine, topic: &str, n: usize) {
 fn create_topics_request_decodes_from_golden_bytes() {
     // v4: one topic "ab", 3 partitions, factor -1, no assignments, config
     // retention.ms=5, timeout 1000, validate_only.
-    let mut golden = vec![0, 0, 0, 1, 0, 2, b'a', b'b', 0, 0, 0, 3, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 1, 0, 12];
+    let mut golden = vec![
+        0, 0, 0, 1, 0, 2, b'a', b'b', 0, 0, 0, 3, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 1, 0, 12,
+    ];
     golden.extend_from_slice(b"retention.ms");
     golden.extend_from_slice(&[0, 1, b'5', 0, 0, 0x03, 0xe8, 1]);
     let req = decode_create_topics(&mut Reader::new(Bytes::from(golden.clone())), 4).unwrap();
@@ -296,7 +325,11 @@ fn create_topics_request_decodes_from_golden_bytes() {
     );
     let built = create_topics_body(4, &[("ab", 3, -1, &[("retention.ms", Some("5"))])], true);
     assert_eq!(built[..built.len() - 5], golden[..golden.len() - 5]);
-    assert_eq!(built[built.len() - 5..], [0, 0, 0x13, 0x88, 1], "timeout 5000, validate_only");
+    assert_eq!(
+        built[built.len() - 5..],
+        [0, 0, 0x13, 0x88, 1],
+        "timeout 5000, validate_only"
+    );
     // v0 has no validate_only: the trailing byte is refused.
     assert!(decode_create_topics(&mut Reader::new(Bytes::from(golden.clone())), 0).is_err());
     assert!(decode_create_topics(&mut Reader::new(Bytes::from(golden[..golden.len() - 1].to_vec())), 0).is_ok());
@@ -315,13 +348,19 @@ fn topic_results_encode_per_version() {
         w.buf.to_vec()
     };
     assert_eq!(enc(encode_create_topics, 0), [0, 0, 0, 1, 0, 1, b't', 0, 36]);
-    assert_eq!(enc(encode_create_topics, 1), [0, 0, 0, 1, 0, 1, b't', 0, 36, 0, 1, b'x']);
+    assert_eq!(
+        enc(encode_create_topics, 1),
+        [0, 0, 0, 1, 0, 1, b't', 0, 36, 0, 1, b'x']
+    );
     assert_eq!(
         enc(encode_create_topics, 4),
         [0, 0, 0, 0, 0, 0, 0, 1, 0, 1, b't', 0, 36, 0, 1, b'x']
     );
     assert_eq!(enc(encode_delete_topics, 0), [0, 0, 0, 1, 0, 1, b't', 0, 36]);
-    assert_eq!(enc(encode_delete_topics, 3), [0, 0, 0, 0, 0, 0, 0, 1, 0, 1, b't', 0, 36]);
+    assert_eq!(
+        enc(encode_delete_topics, 3),
+        [0, 0, 0, 0, 0, 0, 0, 1, 0, 1, b't', 0, 36]
+    );
     assert_eq!(
         enc(encode_create_partitions, 1),
         [0, 0, 0, 0, 0, 0, 0, 1, 0, 1, b't', 0, 36, 0, 1, b'x']
@@ -353,7 +392,9 @@ fn describe_configs_responses_encode_per_version() {
         encode_describe_configs(&mut w, v, std::slice::from_ref(&result));
         w.buf.to_vec()
     };
-    let head = [0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0xff, 0xff, 2, 0, 1, b't', 0, 0, 0, 1, 0, 1, b'k', 0, 1, b'v', 0];
+    let head = [
+        0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0xff, 0xff, 2, 0, 1, b't', 0, 0, 0, 1, 0, 1, b'k', 0, 1, b'v', 0,
+    ];
     let v0: Vec<u8> = head.iter().copied().chain([1, 0]).collect();
     assert_eq!(enc(0), v0, "v0: is_default, is_sensitive");
     let v1: Vec<u8> = head
@@ -381,7 +422,11 @@ fn describe_configs_responses_encode_per_version() {
 
 #[test]
 fn alter_configs_requests_decode_and_results_encode() {
-    let legacy = alter_configs_body(false, &[(2, "t", &[("retention.ms", 0, Some("5")), ("retention.bytes", 0, None)])], true);
+    let legacy = alter_configs_body(
+        false,
+        &[(2, "t", &[("retention.ms", 0, Some("5")), ("retention.bytes", 0, None)])],
+        true,
+    );
     assert_eq!(
         decode_alter_configs(&mut Reader::new(Bytes::from(legacy.clone())), false).unwrap(),
         AlterConfigsRequest {
@@ -663,8 +708,16 @@ async fn delete_topics_deletes_and_says_which_are_unknown() {
     engine.create_topic("y", 1, Default::default()).await.unwrap();
     for version in [0, 3] {
         let body = delete_topics_body(&["x", "nope"]);
-        let got = topic_results(admin_call(engine, DELETE_TOPICS, version, &body).await, DELETE_TOPICS, version);
-        let want_x = if version == 0 { 0 } else { code::UNKNOWN_TOPIC_OR_PARTITION };
+        let got = topic_results(
+            admin_call(engine, DELETE_TOPICS, version, &body).await,
+            DELETE_TOPICS,
+            version,
+        );
+        let want_x = if version == 0 {
+            0
+        } else {
+            code::UNKNOWN_TOPIC_OR_PARTITION
+        };
         assert_eq!(errors(&got), [want_x, code::UNKNOWN_TOPIC_OR_PARTITION], "v{version}");
     }
     assert!(engine.describe_topic("x").is_err());
@@ -680,9 +733,15 @@ async fn create_partitions_grows_a_topic_whose_new_partitions_get_placed() {
     let engine: &dyn Engine = node.as_ref();
     engine.create_topic("g", 1, Default::default()).await.unwrap();
     wait_open(engine, "g").await;
-    let grow = |topics: Vec<(&'static str, i32, Option<&'static [&'static [i32]]>)>, validate_only| {
+    let grow = |topics: Vec<Growth<'static>>, validate_only| {
         let body = create_partitions_body(&topics, validate_only);
-        async move { topic_results(admin_call(engine, CREATE_PARTITIONS, 1, &body).await, CREATE_PARTITIONS, 1) }
+        async move {
+            topic_results(
+                admin_call(engine, CREATE_PARTITIONS, 1, &body).await,
+                CREATE_PARTITIONS,
+                1,
+            )
+        }
     };
     assert_eq!(errors(&grow(vec![("g", 5, None)], true).await), [0]);
     assert_eq!(engine.partitions("g").unwrap(), 1, "validate_only changes nothing");
@@ -695,18 +754,18 @@ async fn create_partitions_grows_a_topic_whose_new_partitions_get_placed() {
     assert_eq!(produce_answer(call(engine, produce).await), (0, 0));
 
     let got = grow(
-        vec![
-            ("g", 3, None),
-            ("g2", 1, None),
-            ("nope", 4, None),
-            ("zero", 0, None),
-        ],
+        vec![("g", 3, None), ("g2", 1, None), ("nope", 4, None), ("zero", 0, None)],
         false,
     )
     .await;
     assert_eq!(
         errors(&got),
-        [acode::INVALID_PARTITIONS, code::UNKNOWN_TOPIC_OR_PARTITION, code::UNKNOWN_TOPIC_OR_PARTITION, code::UNKNOWN_TOPIC_OR_PARTITION]
+        [
+            acode::INVALID_PARTITIONS,
+            code::UNKNOWN_TOPIC_OR_PARTITION,
+            code::UNKNOWN_TOPIC_OR_PARTITION,
+            code::UNKNOWN_TOPIC_OR_PARTITION
+        ]
     );
     assert!(got[0].2.as_deref().unwrap().contains("already has 3"), "{:?}", got[0]);
     const MANUAL: &[&[i32]] = &[&[1]];
@@ -756,7 +815,12 @@ async fn describe_configs_shows_defaults_set_values_and_their_sources() {
         ]
     );
     // v3 with synonyms, documentation and a key filter.
-    let body = describe_configs_body(3, &[(resource::TOPIC, "c", Some(&["retention.ms", "segment.bytes"]))], true, true);
+    let body = describe_configs_body(
+        3,
+        &[(resource::TOPIC, "c", Some(&["retention.ms", "segment.bytes"]))],
+        true,
+        true,
+    );
     let d = described(admin_call(engine, DESCRIBE_CONFIGS, 3, &body).await, 3);
     assert_eq!(d.len(), 1);
     let (error, t, name, configs) = &d[0];
@@ -791,7 +855,12 @@ async fn describe_configs_shows_defaults_set_values_and_their_sources() {
     assert!(d[0].3[0].is_default);
     assert_eq!(
         d.iter().map(|r| (r.0, r.3.len())).collect::<Vec<_>>(),
-        [(0, 1), (code::UNKNOWN_TOPIC_OR_PARTITION, 0), (0, 0), (code::INVALID_REQUEST, 0)]
+        [
+            (0, 1),
+            (code::UNKNOWN_TOPIC_OR_PARTITION, 0),
+            (0, 0),
+            (code::INVALID_REQUEST, 0)
+        ]
     );
 }
 
@@ -805,7 +874,13 @@ async fn alter_configs_replaces_the_whole_config_and_refuses_unknown_keys() {
     };
     engine.create_topic("c", 1, config).await.unwrap();
     const SET: i8 = op::SET;
-    let got = alter(engine, false, &[(resource::TOPIC, "c", &[("retention.ms", SET, Some("2000"))])], false).await;
+    let got = alter(
+        engine,
+        false,
+        &[(resource::TOPIC, "c", &[("retention.ms", SET, Some("2000"))])],
+        false,
+    )
+    .await;
     assert_eq!(got, [(0, None)]);
     assert_eq!(
         engine.describe_topic("c").unwrap().config,
@@ -819,7 +894,14 @@ async fn alter_configs_replaces_the_whole_config_and_refuses_unknown_keys() {
         engine,
         false,
         &[
-            (resource::TOPIC, "c", &[("retention.ms", SET, Some("1")), ("min.insync.replicas", SET, Some("2"))]),
+            (
+                resource::TOPIC,
+                "c",
+                &[
+                    ("retention.ms", SET, Some("1")),
+                    ("min.insync.replicas", SET, Some("2")),
+                ],
+            ),
             (resource::TOPIC, "c2", &[("cleanup.policy", SET, Some("compact"))]),
             (resource::TOPIC, "nope", &[("retention.ms", SET, Some("1"))]),
             (resource::TOPIC, "c", &[("retention.ms", SET, Some("-5"))]),
@@ -853,10 +935,19 @@ async fn alter_configs_replaces_the_whole_config_and_refuses_unknown_keys() {
         false,
     )
     .await;
-    assert_eq!(got.iter().map(|r| r.0).collect::<Vec<_>>(), [acode::INVALID_CONFIG, acode::INVALID_CONFIG, 0]);
+    assert_eq!(
+        got.iter().map(|r| r.0).collect::<Vec<_>>(),
+        [acode::INVALID_CONFIG, acode::INVALID_CONFIG, 0]
+    );
     assert!(got[0].1.as_deref().unwrap().contains("min.insync.replicas"));
     // validate_only changes nothing.
-    let got = alter(engine, false, &[(resource::TOPIC, "c", &[("retention.ms", SET, Some("7"))])], true).await;
+    let got = alter(
+        engine,
+        false,
+        &[(resource::TOPIC, "c", &[("retention.ms", SET, Some("7"))])],
+        true,
+    )
+    .await;
     assert_eq!(got, [(0, None)]);
     assert_eq!(engine.describe_topic("c").unwrap().config.retention_ms, Some(2000));
 }
@@ -882,7 +973,13 @@ async fn incremental_alter_configs_sets_and_deletes_single_keys() {
     )
     .await;
     assert_eq!(got, [(0, None)]);
-    let got = alter(engine, true, &[(resource::TOPIC, "c", &[("retention.bytes", op::DELETE, None)])], false).await;
+    let got = alter(
+        engine,
+        true,
+        &[(resource::TOPIC, "c", &[("retention.bytes", op::DELETE, None)])],
+        false,
+    )
+    .await;
     assert_eq!(got, [(0, None)]);
     assert_eq!(
         topic_configs(engine, "c").await,
@@ -894,19 +991,35 @@ async fn incremental_alter_configs_sets_and_deletes_single_keys() {
         "the other keys are kept"
     );
     for (configs, want) in [
-        (&[("cleanup.policy", op::APPEND, Some("delete"))][..], acode::INVALID_CONFIG),
-        (&[("cleanup.policy", op::SUBTRACT, Some("delete"))][..], acode::INVALID_CONFIG),
+        (
+            &[("cleanup.policy", op::APPEND, Some("delete"))][..],
+            acode::INVALID_CONFIG,
+        ),
+        (
+            &[("cleanup.policy", op::SUBTRACT, Some("delete"))][..],
+            acode::INVALID_CONFIG,
+        ),
         (&[("retention.ms", 9, Some("1"))][..], code::INVALID_REQUEST),
         (&[("retention.ms", op::SET, None)][..], acode::INVALID_CONFIG),
-        (&[("retention.ms", op::SET, Some("1")), ("retention.ms", op::DELETE, None)][..], code::INVALID_REQUEST),
-        (&[("cleanup.policy", op::SET, Some("compact"))][..], acode::INVALID_CONFIG),
+        (
+            &[("retention.ms", op::SET, Some("1")), ("retention.ms", op::DELETE, None)][..],
+            code::INVALID_REQUEST,
+        ),
+        (
+            &[("cleanup.policy", op::SET, Some("compact"))][..],
+            acode::INVALID_CONFIG,
+        ),
         (&[("segment.ms", op::DELETE, None)][..], acode::INVALID_CONFIG),
     ] {
         let got = alter(engine, true, &[(resource::TOPIC, "c", configs)], false).await;
         assert_eq!(got[0].0, want, "{configs:?}");
         assert!(got[0].1.is_some());
     }
-    assert_eq!(engine.describe_topic("c").unwrap().config.retention_ms, Some(3000), "nothing changed");
+    assert_eq!(
+        engine.describe_topic("c").unwrap().config.retention_ms,
+        Some(3000),
+        "nothing changed"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -916,7 +1029,8 @@ async fn admin_requests_to_a_node_without_the_lease_apply_everywhere() {
     let n2 = node_on("n2", backends, &[]).await;
     for _ in 0..400 {
         let (v1, v2) = (n1.nodes(), n2.nodes());
-        if v1.nodes.len() == 2 && v2.nodes.len() == 2 && v1.lease_holder.is_some() && v1.lease_holder == v2.lease_holder {
+        if v1.nodes.len() == 2 && v2.nodes.len() == 2 && v1.lease_holder.is_some() && v1.lease_holder == v2.lease_holder
+        {
             break;
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
@@ -964,11 +1078,24 @@ async fn admin_requests_to_a_node_without_the_lease_apply_everywhere() {
 
     // Create, grow and configure through the node without the lease.
     let engine: &dyn Engine = other.as_ref();
-    assert_eq!(errors(&create_topics(engine, 4, &[("t", 1, -1, &[])], false).await), [0]);
+    assert_eq!(
+        errors(&create_topics(engine, 4, &[("t", 1, -1, &[])], false).await),
+        [0]
+    );
     let body = create_partitions_body(&[("t", 2, None)], false);
-    let got = topic_results(admin_call(engine, CREATE_PARTITIONS, 0, &body).await, CREATE_PARTITIONS, 0);
+    let got = topic_results(
+        admin_call(engine, CREATE_PARTITIONS, 0, &body).await,
+        CREATE_PARTITIONS,
+        0,
+    );
     assert_eq!(errors(&got), [0]);
-    let got = alter(engine, true, &[(resource::TOPIC, "t", &[("retention.ms", op::SET, Some("9"))])], false).await;
+    let got = alter(
+        engine,
+        true,
+        &[(resource::TOPIC, "t", &[("retention.ms", op::SET, Some("9"))])],
+        false,
+    )
+    .await;
     assert_eq!(got, [(0, None)]);
     // The lease holder places the new partitions; every view has them.
     wait_partitions(holder_node.as_ref(), "t", 2).await;
@@ -1002,9 +1129,19 @@ async fn admin_changes_while_the_metadata_store_is_down_are_retryable() {
     let got = create_topics(engine, 4, &[("u", 1, -1, &[])], false).await;
     assert_eq!(errors(&got), [code::NOT_LEADER_OR_FOLLOWER]);
     let body = create_partitions_body(&[("t", 2, None)], false);
-    let got = topic_results(admin_call(engine, CREATE_PARTITIONS, 1, &body).await, CREATE_PARTITIONS, 1);
+    let got = topic_results(
+        admin_call(engine, CREATE_PARTITIONS, 1, &body).await,
+        CREATE_PARTITIONS,
+        1,
+    );
     assert_eq!(errors(&got), [code::NOT_LEADER_OR_FOLLOWER]);
-    let got = alter(engine, true, &[(resource::TOPIC, "t", &[("retention.ms", op::SET, Some("9"))])], false).await;
+    let got = alter(
+        engine,
+        true,
+        &[(resource::TOPIC, "t", &[("retention.ms", op::SET, Some("9"))])],
+        false,
+    )
+    .await;
     assert_eq!(got[0].0, code::NOT_LEADER_OR_FOLLOWER);
     // Reads still answer from the view.
     assert_eq!(topic_configs(engine, "t").await[2].1, "-1");
@@ -1020,7 +1157,15 @@ async fn api_versions_advertises_the_admin_apis() {
     for _ in 0..r.array_len(6).unwrap() {
         got.push((r.i16().unwrap(), r.i16().unwrap(), r.i16().unwrap()));
     }
-    for api in [(19, 0, 4), (20, 0, 3), (32, 0, 3), (33, 0, 1), (37, 0, 1), (44, 0, 0), (60, 0, 1)] {
+    for api in [
+        (19, 0, 4),
+        (20, 0, 3),
+        (32, 0, 3),
+        (33, 0, 1),
+        (37, 0, 1),
+        (44, 0, 0),
+        (60, 0, 1),
+    ] {
         assert!(got.contains(&api), "{api:?}");
     }
     // A flexible version not implemented is refused, the connection kept.

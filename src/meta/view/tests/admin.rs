@@ -97,7 +97,14 @@ fn add_partitions_rejects_an_unknown_or_deleted_topic() {
 #[test]
 fn add_partitions_from_a_fenced_node_is_rejected() {
     let (mut h, e, _) = Harness::with_open_stream();
-    h.apply_as("n1", Some(e.0), Command::FenceSelf { node: n("n1"), epoch: e });
+    h.apply_as(
+        "n1",
+        Some(e.0),
+        Command::FenceSelf {
+            node: n("n1"),
+            epoch: e,
+        },
+    );
     assert!(matches!(
         add(&mut h, e, "t", 3),
         Outcome::Rejected(Rejection::ProposerFenced(_))
@@ -186,7 +193,10 @@ fn topic_config_without_a_cleanup_policy_reads_and_writes_as_before() {
         ..old
     };
     let json = serde_json::to_string(&set).unwrap();
-    assert_eq!(json, r#"{"retention_ms":5,"retention_bytes":null,"cleanup_policy":"delete"}"#);
+    assert_eq!(
+        json,
+        r#"{"retention_ms":5,"retention_bytes":null,"cleanup_policy":"delete"}"#
+    );
     assert_eq!(serde_json::from_str::<TopicConfig>(&json).unwrap(), set);
     assert!(serde_json::from_str::<TopicConfig>(r#"{"cleanup_policy":"compact"}"#).is_err());
 }
