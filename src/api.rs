@@ -6,7 +6,7 @@
 //! or protocol error codes.
 
 use crate::ids::{NodeEpoch, Offset, StreamEpoch};
-use crate::meta::TopicConfig;
+use crate::meta::{ConfigUpdate, TopicConfig};
 use crate::stream::batch::Record;
 use async_trait::async_trait;
 use serde::Serialize;
@@ -261,6 +261,28 @@ pub trait Engine: Send + Sync + 'static {
     fn list_topics(&self) -> Vec<TopicSummary>;
     fn describe_topic(&self, name: &str) -> ApiResult<TopicDescription>;
     async fn delete_topic(&self, name: &str) -> ApiResult<()>;
+    // admin
+    /// Grow a topic to `partitions` partitions: `invalid_partition_count`
+    /// unless that is an increase (up to the maximum). The new partitions
+    /// are placed like a new topic's. Proposed from any node, like
+    /// [`Engine::create_topic`].
+    async fn add_partitions(&self, name: &str, partitions: u32) -> ApiResult<()> {
+        let _ = (name, partitions);
+        Err(ApiError::new(
+            ErrorCode::NotFound,
+            "adding partitions is not supported here",
+        ))
+    }
+    /// Apply `updates` to a topic's configuration, all or nothing
+    /// (`invalid_request` for a value out of range); returns the new
+    /// configuration.
+    async fn alter_topic_config(&self, name: &str, updates: Vec<ConfigUpdate>) -> ApiResult<TopicConfig> {
+        let _ = (name, updates);
+        Err(ApiError::new(
+            ErrorCode::NotFound,
+            "altering topic configs is not supported here",
+        ))
+    }
     /// Number of partitions of a topic (`topic_not_found` otherwise).
     fn partitions(&self, topic: &str) -> ApiResult<u32>;
     /// Append records to one partition atomically; returns once every record

@@ -325,3 +325,63 @@ async fn kcat_balanced_consumer_reads_and_commits() {
     let out = run(&mut consume(&c), "").await;
     assert_eq!(out, "late\n");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kafka_python_admin_client_manages_topics_and_configs() {
+    let mut check = std::process::Command::new("python3");
+    check.env("PYTHONPATH", python_path()).args(["-c", "import kafka"]);
+    if !have("kafka-python", &mut check) {
+        return;
+    }
+    let c = start().await;
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/kafka/kafka_python_admin.py");
+    let out = run(
+        tokio::process::Command::new("python3")
+            .env("PYTHONPATH", python_path())
+            .arg(script)
+            .arg(&c.kafka),
+        "",
+    )
+    .await;
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    let dynamic = "DYNAMIC_TOPIC_CONFIG";
+    let default = "DEFAULT_CONFIG";
+    assert_eq!(v["created"], json!({"adm": 0, "adm2": 0}), "{v}");
+    assert_eq!(v["validated"], json!({"adm-v": 0}));
+    assert_eq!(v["listed"], json!(["adm", "adm2"]), "validate_only created nothing");
+    assert_eq!(v["again"], "TopicAlreadyExistsError");
+    assert_eq!(v["compact"], "InvalidConfigurationError");
+    assert_eq!(v["partitions"], 3);
+    assert_eq!(v["shrink"], "InvalidPartitionsError");
+    assert_eq!(
+        v["described"],
+        json!({
+            "cleanup.policy": ["delete", default],
+            "retention.bytes": ["-1", default],
+            "retention.ms": ["60000", dynamic],
+        })
+    );
+    assert_eq!(v["modified"], json!({"retention.ms": ["60000", dynamic]}));
+    assert_eq!(v["altered"], json!({"topic": {"adm": "OK"}}));
+    assert_eq!(
+        v["after_alter"],
+        json!({"retention.bytes": ["1048576", dynamic], "retention.ms": ["60000", dynamic]})
+    );
+    assert_eq!(v["altered_legacy"], json!({"topic": {"adm": "OK"}}));
+    assert_eq!(
+        v["after_legacy"],
+        json!({"retention.bytes": ["1048576", dynamic], "retention.ms": ["120000", dynamic]})
+    );
+    assert_eq!(v["reset"], json!({"topic": {"adm": "OK"}}));
+    assert_eq!(v["after_reset"], json!({"retention.bytes": ["1048576", dynamic]}));
+    assert_eq!(v["bad_alter"], "[Error 40] InvalidConfigurationError");
+    assert_eq!(
+        v["cluster"],
+        json!({"cluster_id": "sluice", "brokers": 1, "controller_is_a_broker": true})
+    );
+    assert_eq!(v["deleted"], json!({"adm": 0, "adm2": 0}));
+    assert_eq!(v["listed_after"], json!([]));
+    // Over HTTP too: the topics are gone.
+    let r = reqwest::get(format!("{}/v1/topics/adm", c.url)).await.unwrap();
+    assert_eq!(r.status(), 404);
+}

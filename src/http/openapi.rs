@@ -264,7 +264,9 @@ fn schemas() -> Value {
             "type": "object",
             "properties": {
                 "retention_ms": { "type": "integer", "nullable": true },
-                "retention_bytes": { "type": "integer", "nullable": true }
+                "retention_bytes": { "type": "integer", "nullable": true },
+                "cleanup_policy": { "type": "string", "enum": ["delete"], "nullable": true,
+                    "description": "omitted when not set; compaction is not supported" }
             }
         },
         "CreateTopic": {

@@ -1,7 +1,7 @@
 //! The Kafka wire protocol front door: a TCP listener, bounded framing, and
-//! handlers for ApiVersions, Metadata, Produce, Fetch, ListOffsets and the
-//! classic consumer-group APIs (`coordinator.rs`, `groups.rs`) over
-//! the [`Engine`].
+//! handlers for ApiVersions, Metadata, Produce, Fetch, ListOffsets, the
+//! classic consumer-group APIs (`coordinator.rs`, `groups.rs`) and the
+//! admin APIs (`admin.rs`) over the [`Engine`].
 //!
 //! Requests are decoded by this module's own bounded decoders
 //! ([`wire::Reader`]): every array count and string length is checked
@@ -10,6 +10,8 @@
 //! `kafka-protocol` crate sizes allocations from wire counts; see
 //! docs/kafka.md.)
 
+mod admin;
+pub mod admin_proto;
 mod coordinator;
 pub mod group_proto;
 pub mod groups;
@@ -226,6 +228,7 @@ fn api_name(frame: &[u8]) -> &'static str {
         Some(METADATA) => "metadata",
         Some(API_VERSIONS) => "api_versions",
         Some(k) if is_group_api(k) => "group",
+        Some(k) if admin_proto::is_admin_api(k) => "admin",
         _ => "other",
     }
 }
@@ -305,6 +308,7 @@ pub async fn handle_in(
             let client = header.client_id.clone().unwrap_or_default();
             coordinator::group_request(engine, groups, k, version, &mut r, &client, peer, &mut w).await?;
         }
+        k if admin_proto::is_admin_api(k) => admin::request(engine, k, version, &mut r, &mut w).await?,
         _ => unreachable!("supported() admits only the keys above"),
     }
     tracing::trace!(key, version, client = ?header.client_id, "kafka request answered");
@@ -398,7 +402,7 @@ async fn metadata(engine: &dyn Engine, opts: Options, version: i16, req: Metadat
         };
         topics.push(topic);
     }
-    encode_metadata(w, version, &brokers, controller, "sluice", &topics);
+    encode_metadata(w, version, &brokers, controller, admin::CLUSTER_ID, &topics);
 }
 
 // ------------------------------------------------------------ Produce

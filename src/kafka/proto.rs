@@ -2,7 +2,8 @@
 //! responses it sends, for exactly the versions in [`SUPPORTED`].
 //!
 //! Only non-flexible versions are implemented, except ApiVersions v3 (which
-//! librdkafka sends first); clients negotiate down to these.
+//! librdkafka sends first) and DescribeCluster (flexible in every version);
+//! clients negotiate down to these.
 
 use super::wire::{DecodeResult, Reader, Writer};
 use bytes::Bytes;
@@ -15,7 +16,7 @@ pub const API_VERSIONS: i16 = 18;
 
 /// (api key, min version, max version): what ApiVersions advertises, and
 /// exactly what the decoders below accept.
-pub const SUPPORTED: [(i16, i16, i16); 17] = [
+pub const SUPPORTED: [(i16, i16, i16); 24] = [
     (PRODUCE, 3, 8),
     (FETCH, 4, 11),
     (LIST_OFFSETS, 1, 5),
@@ -30,9 +31,16 @@ pub const SUPPORTED: [(i16, i16, i16); 17] = [
     (super::group_proto::DESCRIBE_GROUPS, 0, 4),
     (super::group_proto::LIST_GROUPS, 0, 2),
     (API_VERSIONS, 0, 3),
+    (super::admin_proto::CREATE_TOPICS, 0, 4),
+    (super::admin_proto::DELETE_TOPICS, 0, 3),
+    (super::admin_proto::DESCRIBE_CONFIGS, 0, 3),
+    (super::admin_proto::ALTER_CONFIGS, 0, 1),
+    (super::admin_proto::CREATE_PARTITIONS, 0, 1),
     (super::group_proto::DELETE_GROUPS, 0, 1),
     (super::producer::INIT_PRODUCER_ID, 0, 1),
     (super::producer::OFFSET_FOR_LEADER_EPOCH, 0, 3),
+    (super::admin_proto::INCREMENTAL_ALTER_CONFIGS, 0, 0),
+    (super::admin_proto::DESCRIBE_CLUSTER, 0, 1),
 ];
 
 pub fn supported(key: i16, version: i16) -> bool {
@@ -54,7 +62,7 @@ pub struct Header {
 
 /// Whether a request of this key and version uses the flexible header (v2).
 fn flexible(key: i16, version: i16) -> bool {
-    key == API_VERSIONS && version >= 3
+    (key == API_VERSIONS && version >= 3) || key == super::admin_proto::DESCRIBE_CLUSTER
 }
 
 /// The header of a supported request; the reader is left at the body.

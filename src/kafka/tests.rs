@@ -10,6 +10,8 @@ use crate::stream::batch::{encode_batch, Record};
 use rand::{Rng, SeedableRng};
 use tokio::io::AsyncWriteExt;
 
+mod admin;
+
 const OPTS: Options = Options {
     max_frame_bytes: 1 << 20,
     auto_create_topics: true,

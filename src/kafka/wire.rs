@@ -120,6 +120,21 @@ impl Reader {
         self.utf8(b).map(Some)
     }
 
+    /// A COMPACT_STRING: a compact nullable string that must not be null.
+    pub fn compact_string(&mut self) -> DecodeResult<String> {
+        self.compact_nullable_string()?
+            .map_or_else(|| self.error("null where a string is required"), Ok)
+    }
+
+    /// A COMPACT_ARRAY count (varint count + 1, 0 = null), bounded by the
+    /// bytes left like [`Reader::nullable_array_len`].
+    pub fn compact_nullable_array_len(&mut self, min_element: usize) -> DecodeResult<Option<usize>> {
+        match self.uvarint()? {
+            0 => Ok(None),
+            n => self.bounded_count(i64::from(n) - 1, min_element).map(Some),
+        }
+    }
+
     /// INT32-length bytes; `None` for length -1. The bytes share the frame.
     pub fn nullable_bytes(&mut self) -> DecodeResult<Option<Bytes>> {
         let len = self.i32()?;
@@ -232,6 +247,19 @@ impl Writer {
     pub fn compact_array_len(&mut self, n: usize) {
         self.uvarint(u32::try_from(n + 1).unwrap_or(u32::MAX));
     }
+    /// A COMPACT_STRING (varint length + 1; truncated to i16::MAX bytes
+    /// like [`Writer::string`]).
+    pub fn compact_string(&mut self, s: &str) {
+        let b = &s.as_bytes()[..s.len().min(i16::MAX as usize)];
+        self.uvarint(b.len() as u32 + 1);
+        self.buf.put_slice(b);
+    }
+    pub fn compact_nullable_string(&mut self, s: Option<&str>) {
+        match s {
+            Some(s) => self.compact_string(s),
+            None => self.uvarint(0),
+        }
+    }
     /// An empty tagged-field section.
     pub fn no_tagged_fields(&mut self) {
         self.uvarint(0);
@@ -283,5 +311,30 @@ mod tests {
         assert_eq!(r.compact_nullable_string().unwrap().as_deref(), Some("hi"));
         let mut r = Reader::new(Bytes::from_static(&[1, 0x05, 0xff, 0xff, 0xff, 0x0f, 1]));
         assert!(r.tagged_fields().is_err(), "a tagged field claiming 4 GB");
+    }
+
+    #[test]
+    fn compact_strings_and_arrays_round_trip_and_are_bounded() {
+        let mut w = Writer::default();
+        w.compact_string("hi");
+        w.compact_nullable_string(None);
+        w.compact_nullable_string(Some(""));
+        w.compact_array_len(2);
+        assert_eq!(&w.buf[..], &[3, b'h', b'i', 0, 1, 3]);
+        let mut r = Reader::new(Bytes::from_static(&[3, b'h', b'i', 0, 1, 3, 0, 0]));
+        assert_eq!(r.compact_string().unwrap(), "hi");
+        assert_eq!(r.compact_nullable_string().unwrap(), None);
+        assert_eq!(r.compact_string().unwrap(), "");
+        assert_eq!(r.compact_nullable_array_len(1).unwrap(), Some(2));
+        r.i16().unwrap();
+        r.expect_end().unwrap();
+        let mut r = Reader::new(Bytes::from_static(&[0]));
+        assert_eq!(r.compact_nullable_array_len(1).unwrap(), None);
+        let mut r = Reader::new(Bytes::from_static(&[0xff, 0xff, 0xff, 0xff, 0x0f, 0]));
+        assert!(r.compact_nullable_array_len(1).is_err(), "4 billion elements in 1 byte");
+        let mut r = Reader::new(Bytes::from_static(&[0x10, b'a']));
+        assert!(r.compact_string().is_err(), "15 bytes claimed, 1 left");
+        let mut r = Reader::new(Bytes::from_static(&[0]));
+        assert!(r.compact_string().is_err(), "null where a string is required");
     }
 }

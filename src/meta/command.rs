@@ -4,13 +4,61 @@
 use crate::ids::{HeartbeatCount, NodeEpoch, NodeId, Offset, StreamEpoch, StreamId};
 use serde::{Deserialize, Serialize};
 
-/// Per-topic configuration (Kafka's `retention.ms`, `retention.bytes`).
+/// Per-topic configuration (Kafka's `retention.ms`, `retention.bytes`,
+/// `cleanup.policy`). `None` is "not set": the default applies.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TopicConfig {
     #[serde(default)]
     pub retention_ms: Option<i64>,
     #[serde(default)]
     pub retention_bytes: Option<i64>,
+    /// Absent from entries and snapshots written before it existed, and
+    /// omitted when not set so those stay readable by older nodes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cleanup_policy: Option<CleanupPolicy>,
+}
+
+/// How old records go. Only deletion by retention exists; compaction is
+/// not implemented, so it has no variant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CleanupPolicy {
+    Delete,
+}
+
+/// One change to a topic's configuration: the field's new value, `None`
+/// to go back to the default.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConfigUpdate {
+    RetentionMs(Option<i64>),
+    RetentionBytes(Option<i64>),
+    CleanupPolicy(Option<CleanupPolicy>),
+}
+
+impl ConfigUpdate {
+    /// Retention limits are -1 (unlimited) or positive, as over HTTP.
+    pub fn validate(&self) -> Result<(), String> {
+        let (name, v) = match self {
+            ConfigUpdate::RetentionMs(v) => ("retention_ms", v),
+            ConfigUpdate::RetentionBytes(v) => ("retention_bytes", v),
+            ConfigUpdate::CleanupPolicy(_) => return Ok(()),
+        };
+        match v {
+            Some(v) if *v == 0 || *v < -1 => Err(format!("{name} must be positive or -1 (unlimited), got {v}")),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl TopicConfig {
+    pub fn apply(&mut self, update: &ConfigUpdate) {
+        match update {
+            ConfigUpdate::RetentionMs(v) => self.retention_ms = *v,
+            ConfigUpdate::RetentionBytes(v) => self.retention_bytes = *v,
+            ConfigUpdate::CleanupPolicy(v) => self.cleanup_policy = *v,
+        }
+    }
 }
 
 /// One chunk of a data object: a contiguous offset range of one stream.
@@ -73,6 +121,20 @@ pub enum Command {
     },
     DeleteTopic {
         name: String,
+    },
+    // admin
+    /// Grow a topic to `partitions` partitions. Only an increase applies;
+    /// the new streams start closed and are placed like a new topic's.
+    AddPartitions {
+        name: String,
+        partitions: u32,
+    },
+    /// Change a topic's configuration, one update after another, all or
+    /// nothing. Updates (not a whole config) so that concurrent changes of
+    /// different keys do not undo each other.
+    AlterTopicConfig {
+        name: String,
+        updates: Vec<ConfigUpdate>,
     },
     PlaceStream {
         stream: StreamId,
@@ -154,6 +216,8 @@ impl Command {
             Command::AcquireLease { .. } => "AcquireLease",
             Command::CreateTopic { .. } => "CreateTopic",
             Command::DeleteTopic { .. } => "DeleteTopic",
+            Command::AddPartitions { .. } => "AddPartitions",
+            Command::AlterTopicConfig { .. } => "AlterTopicConfig",
             Command::PlaceStream { .. } => "PlaceStream",
             Command::CommitObjects { .. } => "CommitObjects",
             Command::CloseStream { .. } => "CloseStream",

@@ -18,6 +18,6 @@ pub mod store_log;
 pub mod view;
 
 pub use client::{Meta, MetaConfig, MetaError};
-pub use command::{ChunkCommit, Command, IndexedChunk, Outcome, Rejection, TopicConfig};
+pub use command::{ChunkCommit, CleanupPolicy, Command, ConfigUpdate, IndexedChunk, Outcome, Rejection, TopicConfig};
 pub use log::{AppendOutcome, DynLog, MetaLog};
 pub use view::{NodeRow, Proposer, StreamRow, StreamState, TopicRow, View};

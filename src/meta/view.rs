@@ -4,7 +4,7 @@
 //! same entries holds the same view. Control loops read the view and propose
 //! commands; they never change it themselves.
 
-use super::command::{ChunkCommit, Command, IndexedChunk, Outcome, Rejection, TopicConfig};
+use super::command::{ChunkCommit, Command, ConfigUpdate, IndexedChunk, Outcome, Rejection, TopicConfig};
 use crate::ids::{HeartbeatCount, LogIndex, NodeEpoch, NodeId, Offset, StreamEpoch, StreamId, TopicId};
 use crate::stream::producers::ProducerTable;
 use serde::{Deserialize, Serialize};
@@ -126,6 +126,22 @@ impl StreamRow {
             .iter()
             .find(|(e, _)| *e > epoch)
             .map(|(_, start)| *start)
+    }
+}
+
+impl StreamRow {
+    /// A new partition's stream: closed, empty, never opened.
+    fn new(topic_name: &str) -> Self {
+        Self {
+            topic_name: topic_name.to_string(),
+            state: StreamState::Closed,
+            stream_epoch: StreamEpoch::ZERO,
+            committed_end: Offset::ZERO,
+            start: Offset::ZERO,
+            chunks: Vec::new(),
+            producers: ProducerTable::default(),
+            epoch_starts: Vec::new(),
+        }
     }
 }
 
@@ -286,6 +302,9 @@ impl View {
                 };
             }
             Command::DeleteTopic { name } => self.delete_topic(name),
+            // admin
+            Command::AddPartitions { name, partitions } => self.add_partitions(name, *partitions),
+            Command::AlterTopicConfig { name, updates } => self.alter_topic_config(name, updates),
             Command::PlaceStream {
                 stream,
                 node,
@@ -445,21 +464,49 @@ impl View {
             },
         );
         for p in 0..partitions {
-            self.streams.insert(
-                StreamId::new(id, p),
-                StreamRow {
-                    topic_name: name.to_string(),
-                    state: StreamState::Closed,
-                    stream_epoch: StreamEpoch::ZERO,
-                    committed_end: Offset::ZERO,
-                    start: Offset::ZERO,
-                    chunks: Vec::new(),
-                    producers: ProducerTable::default(),
-                    epoch_starts: Vec::new(),
-                },
-            );
+            self.streams.insert(StreamId::new(id, p), StreamRow::new(name));
         }
         Ok(id)
+    }
+
+    /// The new streams start closed at offset zero, exactly as at creation,
+    /// so placement opens them like any other closed stream.
+    fn add_partitions(&mut self, name: &str, partitions: u32) -> Result<(), Rejection> {
+        let topic = self
+            .topics
+            .get_mut(name)
+            .ok_or_else(|| Rejection::TopicNotFound(name.to_string()))?;
+        if partitions <= topic.partitions {
+            return Err(Rejection::Invalid(format!(
+                "topic {name:?} has {} partitions; the count can only increase, not become {partitions}",
+                topic.partitions
+            )));
+        }
+        if partitions > MAX_PARTITIONS {
+            return Err(Rejection::Invalid(format!(
+                "partitions must be 1-{MAX_PARTITIONS}, got {partitions}"
+            )));
+        }
+        let (id, from) = (topic.id, topic.partitions);
+        topic.partitions = partitions;
+        for p in from..partitions {
+            self.streams.insert(StreamId::new(id, p), StreamRow::new(name));
+        }
+        Ok(())
+    }
+
+    fn alter_topic_config(&mut self, name: &str, updates: &[ConfigUpdate]) -> Result<(), Rejection> {
+        let topic = self
+            .topics
+            .get_mut(name)
+            .ok_or_else(|| Rejection::TopicNotFound(name.to_string()))?;
+        for u in updates {
+            u.validate().map_err(Rejection::Invalid)?;
+        }
+        for u in updates {
+            topic.config.apply(u);
+        }
+        Ok(())
     }
 
     fn delete_topic(&mut self, name: &str) -> Result<(), Rejection> {

@@ -3,7 +3,7 @@
 use super::{Node, Phase};
 use crate::api::*;
 use crate::ids::{Offset, StreamEpoch, StreamId};
-use crate::meta::{Command, MetaError, Outcome, Rejection, StreamState, TopicConfig};
+use crate::meta::{Command, ConfigUpdate, MetaError, Outcome, Rejection, StreamState, TopicConfig};
 use crate::stream::batch::Record;
 use async_trait::async_trait;
 
@@ -332,6 +332,71 @@ impl Engine for Node {
                 format!("topic {name:?} does not exist"),
             )),
             other => Err(ApiError::unavailable(format!("topic not deleted: {other:?}"))),
+        }
+    }
+
+    // admin
+    async fn add_partitions(&self, name: &str, partitions: u32) -> ApiResult<()> {
+        self.check_serving()?;
+        let current = self.partitions(name)?;
+        let max = crate::meta::view::MAX_PARTITIONS;
+        if partitions <= current || partitions > max {
+            return Err(ApiError::new(
+                ErrorCode::InvalidPartitionCount,
+                format!("topic {name:?} has {current} partitions; the count can only grow, up to {max}, not become {partitions}"),
+            ));
+        }
+        self.check_meta_reachable()?;
+        let cmd = Command::AddPartitions {
+            name: name.to_string(),
+            partitions,
+        };
+        match self.meta.propose(cmd).await.map_err(meta_error)? {
+            Outcome::Applied => Ok(()),
+            Outcome::Rejected(Rejection::TopicNotFound(_)) => Err(ApiError::new(
+                ErrorCode::TopicNotFound,
+                format!("topic {name:?} does not exist"),
+            )),
+            // Another request grew it first.
+            Outcome::Rejected(Rejection::Invalid(m)) => Err(ApiError::new(ErrorCode::InvalidPartitionCount, m)),
+            Outcome::Rejected(r) => Err(ApiError::unavailable(format!("partitions not added: {r}"))),
+            other => Err(ApiError::new(
+                ErrorCode::Internal,
+                format!("unexpected outcome {other:?}"),
+            )),
+        }
+    }
+
+    async fn alter_topic_config(&self, name: &str, updates: Vec<ConfigUpdate>) -> ApiResult<TopicConfig> {
+        self.check_serving()?;
+        self.partitions(name)?;
+        if let Some(m) = updates.iter().find_map(|u| u.validate().err()) {
+            return Err(ApiError::invalid(m));
+        }
+        self.check_meta_reachable()?;
+        let cmd = Command::AlterTopicConfig {
+            name: name.to_string(),
+            updates,
+        };
+        match self.meta.propose(cmd).await.map_err(meta_error)? {
+            // The view as of our entry, or later: read back what applied.
+            Outcome::Applied => self
+                .meta
+                .view()
+                .topics
+                .get(name)
+                .map(|t| t.config.clone())
+                .ok_or_else(|| ApiError::new(ErrorCode::TopicNotFound, format!("topic {name:?} was deleted"))),
+            Outcome::Rejected(Rejection::TopicNotFound(_)) => Err(ApiError::new(
+                ErrorCode::TopicNotFound,
+                format!("topic {name:?} does not exist"),
+            )),
+            Outcome::Rejected(Rejection::Invalid(m)) => Err(ApiError::invalid(m)),
+            Outcome::Rejected(r) => Err(ApiError::unavailable(format!("config not altered: {r}"))),
+            other => Err(ApiError::new(
+                ErrorCode::Internal,
+                format!("unexpected outcome {other:?}"),
+            )),
         }
     }
 

@@ -2,6 +2,8 @@
 
 use super::*;
 
+mod admin;
+
 fn n(s: &str) -> NodeId {
     NodeId::new(s)
 }

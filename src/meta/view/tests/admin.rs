@@ -1,0 +1,234 @@
+//! `AddPartitions` and `AlterTopicConfig`: every acceptance and rejection.
+
+use super::*;
+use crate::meta::command::{CleanupPolicy, ConfigUpdate};
+
+fn add(h: &mut Harness, e: NodeEpoch, name: &str, partitions: u32) -> Outcome {
+    h.apply_as(
+        "n1",
+        Some(e.0),
+        Command::AddPartitions {
+            name: name.into(),
+            partitions,
+        },
+    )
+}
+
+fn alter(h: &mut Harness, e: NodeEpoch, name: &str, updates: Vec<ConfigUpdate>) -> Outcome {
+    h.apply_as(
+        "n1",
+        Some(e.0),
+        Command::AlterTopicConfig {
+            name: name.into(),
+            updates,
+        },
+    )
+}
+
+#[test]
+fn add_partitions_makes_closed_streams_for_the_new_partitions_only() {
+    let (mut h, e, s0) = Harness::with_open_stream();
+    let before = h.view.streams[&s0].clone();
+    assert_eq!(add(&mut h, e, "t", 5), Outcome::Applied);
+    assert_eq!(h.view.topics["t"].partitions, 5);
+    assert_eq!(h.view.streams[&s0], before, "existing partitions are untouched");
+    for p in 2..5 {
+        let (_, row) = h.stream("t", p);
+        assert_eq!(row.state, StreamState::Closed);
+        assert_eq!((row.start, row.committed_end), (Offset(0), Offset(0)));
+        assert_eq!(row.stream_epoch, StreamEpoch::ZERO);
+        assert_eq!(row.topic_name, "t");
+    }
+    assert_eq!(h.view.streams.len(), 5);
+    // A new partition is placed like a new topic's.
+    let (s4, _) = h.stream("t", 4);
+    let placed = h.apply_as(
+        "n1",
+        Some(e.0),
+        Command::PlaceStream {
+            stream: s4,
+            node: n("n1"),
+            node_epoch: e,
+        },
+    );
+    assert_eq!(placed, Outcome::Applied);
+    // Deleting the topic deletes the added streams too.
+    h.apply_as("n1", Some(e.0), Command::DeleteTopic { name: "t".into() });
+    assert!(h.view.streams.values().all(|r| r.state == StreamState::Deleted));
+}
+
+#[test]
+fn add_partitions_rejects_an_equal_or_smaller_count() {
+    let (mut h, e, _) = Harness::with_open_stream();
+    for bad in [0, 1, 2] {
+        assert!(
+            matches!(add(&mut h, e, "t", bad), Outcome::Rejected(Rejection::Invalid(_))),
+            "{bad}"
+        );
+    }
+    assert_eq!(h.view.topics["t"].partitions, 2);
+    assert_eq!(h.view.streams.len(), 2);
+}
+
+#[test]
+fn add_partitions_rejects_more_than_the_maximum() {
+    let (mut h, e, _) = Harness::with_open_stream();
+    assert!(matches!(
+        add(&mut h, e, "t", MAX_PARTITIONS + 1),
+        Outcome::Rejected(Rejection::Invalid(_))
+    ));
+    assert_eq!(add(&mut h, e, "t", MAX_PARTITIONS), Outcome::Applied);
+}
+
+#[test]
+fn add_partitions_rejects_an_unknown_or_deleted_topic() {
+    let (mut h, e, _) = Harness::with_open_stream();
+    assert!(matches!(
+        add(&mut h, e, "nope", 3),
+        Outcome::Rejected(Rejection::TopicNotFound(_))
+    ));
+    h.apply_as("n1", Some(e.0), Command::DeleteTopic { name: "t".into() });
+    assert!(matches!(
+        add(&mut h, e, "t", 3),
+        Outcome::Rejected(Rejection::TopicNotFound(_))
+    ));
+}
+
+#[test]
+fn add_partitions_from_a_fenced_node_is_rejected() {
+    let (mut h, e, _) = Harness::with_open_stream();
+    h.apply_as(
+        "n1",
+        Some(e.0),
+        Command::FenceSelf {
+            node: n("n1"),
+            epoch: e,
+        },
+    );
+    assert!(matches!(
+        add(&mut h, e, "t", 3),
+        Outcome::Rejected(Rejection::ProposerFenced(_))
+    ));
+    assert_eq!(h.view.topics["t"].partitions, 2);
+}
+
+#[test]
+fn alter_topic_config_sets_and_resets_keys_in_order() {
+    let (mut h, e, _) = Harness::with_open_stream();
+    let out = alter(
+        &mut h,
+        e,
+        "t",
+        vec![
+            ConfigUpdate::RetentionMs(Some(1000)),
+            ConfigUpdate::RetentionBytes(Some(-1)),
+            ConfigUpdate::CleanupPolicy(Some(CleanupPolicy::Delete)),
+            ConfigUpdate::RetentionMs(Some(2000)),
+        ],
+    );
+    assert_eq!(out, Outcome::Applied);
+    assert_eq!(
+        h.view.topics["t"].config,
+        TopicConfig {
+            retention_ms: Some(2000),
+            retention_bytes: Some(-1),
+            cleanup_policy: Some(CleanupPolicy::Delete),
+        }
+    );
+    // Keys not named are kept; `None` goes back to the default.
+    let out = alter(&mut h, e, "t", vec![ConfigUpdate::RetentionBytes(None)]);
+    assert_eq!(out, Outcome::Applied);
+    assert_eq!(h.view.topics["t"].config.retention_bytes, None);
+    assert_eq!(h.view.topics["t"].config.retention_ms, Some(2000));
+    assert_eq!(alter(&mut h, e, "t", vec![]), Outcome::Applied, "nothing to change");
+}
+
+#[test]
+fn alter_topic_config_is_all_or_nothing_on_an_invalid_value() {
+    let (mut h, e, _) = Harness::with_open_stream();
+    for bad in [
+        ConfigUpdate::RetentionMs(Some(0)),
+        ConfigUpdate::RetentionMs(Some(-2)),
+        ConfigUpdate::RetentionBytes(Some(0)),
+        ConfigUpdate::RetentionBytes(Some(i64::MIN)),
+    ] {
+        let out = alter(&mut h, e, "t", vec![ConfigUpdate::RetentionMs(Some(5)), bad.clone()]);
+        assert!(matches!(out, Outcome::Rejected(Rejection::Invalid(_))), "{bad:?}");
+    }
+    assert_eq!(h.view.topics["t"].config, TopicConfig::default());
+}
+
+#[test]
+fn alter_topic_config_rejects_an_unknown_topic() {
+    let (mut h, e, _) = Harness::with_open_stream();
+    assert!(matches!(
+        alter(&mut h, e, "nope", vec![ConfigUpdate::RetentionMs(Some(5))]),
+        Outcome::Rejected(Rejection::TopicNotFound(_))
+    ));
+}
+
+#[test]
+fn alter_topic_config_from_a_replaced_incarnation_is_rejected() {
+    let (mut h, e, _) = Harness::with_open_stream();
+    h.register("n1");
+    assert!(matches!(
+        alter(&mut h, e, "t", vec![ConfigUpdate::RetentionMs(Some(5))]),
+        Outcome::Rejected(Rejection::ProposerStale(_))
+    ));
+    assert_eq!(h.view.topics["t"].config, TopicConfig::default());
+}
+
+#[test]
+fn topic_config_without_a_cleanup_policy_reads_and_writes_as_before() {
+    // Entries and snapshots written before `cleanup_policy` existed.
+    let old: TopicConfig = serde_json::from_str(r#"{"retention_ms":5,"retention_bytes":null}"#).unwrap();
+    assert_eq!(old.cleanup_policy, None);
+    assert_eq!(
+        serde_json::to_string(&old).unwrap(),
+        r#"{"retention_ms":5,"retention_bytes":null}"#,
+        "unset, it is not written"
+    );
+    let set = TopicConfig {
+        cleanup_policy: Some(CleanupPolicy::Delete),
+        ..old
+    };
+    let json = serde_json::to_string(&set).unwrap();
+    assert_eq!(
+        json,
+        r#"{"retention_ms":5,"retention_bytes":null,"cleanup_policy":"delete"}"#
+    );
+    assert_eq!(serde_json::from_str::<TopicConfig>(&json).unwrap(), set);
+    assert!(serde_json::from_str::<TopicConfig>(r#"{"cleanup_policy":"compact"}"#).is_err());
+}
+
+#[test]
+fn admin_commands_round_trip_through_json() {
+    for cmd in [
+        Command::AddPartitions {
+            name: "t".into(),
+            partitions: 4,
+        },
+        Command::AlterTopicConfig {
+            name: "t".into(),
+            updates: vec![
+                ConfigUpdate::RetentionMs(Some(1)),
+                ConfigUpdate::RetentionBytes(None),
+                ConfigUpdate::CleanupPolicy(Some(CleanupPolicy::Delete)),
+            ],
+        },
+    ] {
+        let json = serde_json::to_string(&cmd).unwrap();
+        assert_eq!(serde_json::from_str::<Command>(&json).unwrap(), cmd, "{json}");
+    }
+    let pinned = r#"{"type":"AlterTopicConfig","name":"t","updates":[{"retention_ms":1},{"cleanup_policy":"delete"}]}"#;
+    assert_eq!(
+        serde_json::from_str::<Command>(pinned).unwrap(),
+        Command::AlterTopicConfig {
+            name: "t".into(),
+            updates: vec![
+                ConfigUpdate::RetentionMs(Some(1)),
+                ConfigUpdate::CleanupPolicy(Some(CleanupPolicy::Delete))
+            ],
+        }
+    );
+}
