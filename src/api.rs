@@ -335,6 +335,10 @@ pub trait Engine: Send + Sync + 'static {
             "leader epochs are not supported here",
         ))
     }
+    /// Bring this node's view of the metadata up to everything committed so
+    /// far (bounded wait), so a read follows a change made through another
+    /// node. The default does nothing.
+    async fn sync_metadata(&self) {}
     /// A Kafka producer id unique in the cluster (InitProducerId).
     async fn init_producer_id(&self) -> ApiResult<i64> {
         Err(ApiError::new(

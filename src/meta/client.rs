@@ -72,6 +72,8 @@ struct Shared {
 pub struct Meta {
     shared: Arc<Shared>,
     tx: mpsc::UnboundedSender<Proposal>,
+    /// Asks the core task to read the log now (see [`Meta::sync`]).
+    sync_tx: mpsc::UnboundedSender<oneshot::Sender<()>>,
     log: DynLog,
     config: MetaConfig,
 }
@@ -134,10 +136,12 @@ impl Meta {
                 Err(e) => return Err(e),
             }
         }
-        tokio::spawn(core.run(rx));
+        let (sync_tx, sync_rx) = mpsc::unbounded_channel();
+        tokio::spawn(core.run(rx, sync_rx));
         Ok(Meta {
             shared,
             tx,
+            sync_tx,
             log,
             config,
         })
@@ -204,6 +208,16 @@ impl Meta {
         }
     }
 
+    /// Read the log now rather than at the next poll, so the view holds
+    /// every entry committed before the call (read-your-writes across
+    /// nodes). Gives up after `timeout`; the view may then be older.
+    pub async fn sync(&self, timeout: Duration) {
+        let (reply, rx) = oneshot::channel();
+        if self.sync_tx.send(reply).is_ok() {
+            let _ = tokio::time::timeout(timeout, rx).await;
+        }
+    }
+
     /// Wait until the view has applied at least `index`.
     pub async fn wait_for(&self, index: LogIndex) {
         let mut rx = self.subscribe();
@@ -249,7 +263,11 @@ struct Pending {
 }
 
 impl Core {
-    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Proposal>) {
+    async fn run(
+        mut self,
+        mut rx: mpsc::UnboundedReceiver<Proposal>,
+        mut sync_rx: mpsc::UnboundedReceiver<oneshot::Sender<()>>,
+    ) {
         let mut idle_polls = 0u32;
         loop {
             let mut batch = Vec::new();
@@ -262,6 +280,16 @@ impl Core {
                         Some(p) => batch.push(p),
                         None => return,
                     },
+                    Some(reply) = sync_rx.recv() => {
+                        // Everything committed so far: read until nothing new.
+                        while let Ok(n) = self.catch_up().await {
+                            if n == 0 {
+                                break;
+                            }
+                        }
+                        let _ = reply.send(());
+                        continue;
+                    }
                     _ = tokio::time::sleep(self.config.poll_interval) => {
                         match self.catch_up().await {
                             Ok(0) => idle_polls += 1,

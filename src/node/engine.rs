@@ -640,6 +640,10 @@ impl Engine for Node {
         Ok(ended.unwrap_or_else(|| open.high_watermark()))
     }
 
+    async fn sync_metadata(&self) {
+        self.meta.sync(std::time::Duration::from_secs(2)).await;
+    }
+
     async fn init_producer_id(&self) -> ApiResult<i64> {
         self.check_serving()?;
         let mut ids = self.producer_ids.lock().await;

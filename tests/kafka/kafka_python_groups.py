@@ -1,13 +1,11 @@
-"""Consumer groups with kafka-python.
+"""Consumer group membership with kafka-python (commits and resuming are
+covered by kafka_python_client.py's group mode).
 
-Usage: kafka_python_groups.py BOOTSTRAP resume TOPIC GROUP
-       kafka_python_groups.py BOOTSTRAP split TOPIC GROUP
+Usage: kafka_python_groups.py BOOTSTRAP TOPIC GROUP
 
-resume: produce 10 records; a consumer in GROUP reads them with auto-commit
-off, commits, closes; 5 more are produced; a second consumer in GROUP gets
-exactly those 5.
-split: two consumers in GROUP share a 2-partition topic one partition each;
-after one closes (leaves), the other is assigned both.
+Two consumers in GROUP share a 2-partition topic one partition each; after
+one closes (leaves), the other is assigned both. ListGroups and
+DescribeGroups are asked in between.
 Prints one JSON line; exits non-zero on a mismatch.
 """
 
@@ -16,11 +14,7 @@ import sys
 import threading
 import time
 
-from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
-
-
-def producer(bootstrap):
-    return KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=5, enable_idempotence=False)
+from kafka import KafkaAdminClient, KafkaConsumer
 
 
 def consumer(bootstrap, topic, group):
@@ -34,38 +28,6 @@ def consumer(bootstrap, topic, group):
         heartbeat_interval_ms=500,
         consumer_timeout_ms=8000,
     )
-
-
-def read(c, want):
-    got = []
-    deadline = time.time() + 30
-    while len(got) < want and time.time() < deadline:
-        for records in c.poll(timeout_ms=500).values():
-            got.extend(r.value.decode() for r in records)
-    return got
-
-
-def resume(bootstrap, topic, group):
-    p = producer(bootstrap)
-    for i in range(10):
-        p.send(topic, value=f"a{i}".encode())
-    p.flush(timeout=30)
-    c = consumer(bootstrap, topic, group)
-    first = read(c, 10)
-    c.commit()
-    c.close()
-    for i in range(5):
-        p.send(topic, value=f"b{i}".encode())
-    p.flush(timeout=30)
-    p.close()
-    c = consumer(bootstrap, topic, group)
-    second = read(c, 5)
-    time.sleep(1)
-    second += [r.value.decode() for rs in c.poll(timeout_ms=500).values() for r in rs]
-    c.close()
-    if first != [f"a{i}" for i in range(10)] or second != [f"b{i}" for i in range(5)]:
-        sys.exit(f"first {first}, second {second}")
-    print(json.dumps({"first": len(first), "second": len(second)}))
 
 
 class Member(threading.Thread):
@@ -118,5 +80,4 @@ def split(bootstrap, topic, group):
 
 
 if __name__ == "__main__":
-    bootstrap, mode, topic, group = sys.argv[1:5]
-    {"resume": resume, "split": split}[mode](bootstrap, topic, group)
+    split(*sys.argv[1:4])

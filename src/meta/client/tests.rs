@@ -215,3 +215,27 @@ async fn ambiguous_and_failed_appends_apply_each_command_exactly_once() {
     assert_eq!(a.view().topics.len(), 30);
     assert_eq!(*a.view(), *b.view());
 }
+
+#[tokio::test]
+async fn sync_reads_what_another_node_committed_without_waiting_for_a_poll() {
+    let log: DynLog = Arc::new(MemoryLog::new());
+    let a = registered(&log, "a").await;
+    let slow = MetaConfig {
+        poll_interval: Duration::from_secs(3600),
+        ..MetaConfig::default()
+    };
+    let b = Meta::open(log.clone(), NodeId::new("b"), slow).await.unwrap();
+    let created = a
+        .propose(Command::CreateTopic {
+            name: "t".into(),
+            partitions: 1,
+            config: Default::default(),
+        })
+        .await
+        .unwrap();
+    assert!(matches!(created, Outcome::TopicCreated(_)));
+    assert!(!b.view().topics.contains_key("t"), "b polls only hourly");
+    b.sync(Duration::from_secs(5)).await;
+    assert!(b.view().topics.contains_key("t"));
+    assert_eq!(b.applied(), a.applied());
+}
