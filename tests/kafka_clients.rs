@@ -365,13 +365,15 @@ impl Client {
     /// client reports it (kcat does not).
     async fn produce(self, c: &Cluster, topic: &str, recs: &[Rec], idempotent: bool) -> Option<Vec<(u32, u64)>> {
         if self == Client::Kcat {
-            assert!(!idempotent, "kcat is not run with idempotence");
             // kcat sets one partition and one set of headers per run: one
             // run per stretch of records that share them.
             for run_of in recs.chunk_by(|a, b| (a.partition, &a.headers) == (b.partition, &b.headers)) {
                 let first = &run_of[0];
                 let mut args = vec!["-P".to_string(), "-t".into(), topic.into(), "-K:".into()];
                 args.extend(["-X".into(), "acks=all".into()]);
+                if idempotent {
+                    args.extend(["-X".into(), "enable.idempotence=true".into()]);
+                }
                 if let Some(p) = first.partition {
                     args.extend(["-p".into(), p.to_string()]);
                 }
@@ -644,6 +646,16 @@ async fn confluent_kafka_idempotent_producer_writes_each_record_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kafkajs_idempotent_producer_writes_each_record_once() {
     idempotent_producer_writes_each_record_once(Client::Kafkajs).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kafka_python_idempotent_producer_writes_each_record_once() {
+    idempotent_producer_writes_each_record_once(Client::KafkaPython).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kcat_idempotent_producer_writes_each_record_once() {
+    idempotent_producer_writes_each_record_once(Client::Kcat).await
 }
 
 /// kcat beyond the scenarios: reading from an offset and from the end,

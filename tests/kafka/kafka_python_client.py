@@ -1,12 +1,12 @@
 """kafka-python driven by tests/kafka_clients.rs.
 
-Usage: kafka_python_client.py produce BOOTSTRAP TOPIC
+Usage: kafka_python_client.py produce BOOTSTRAP TOPIC [--idempotent]
        kafka_python_client.py consume BOOTSTRAP TOPIC COUNT
        kafka_python_client.py group BOOTSTRAP TOPIC COUNT GROUP
 
 Same modes and JSON lines as confluent_client.py (see clientlib.py).
-kafka-python 3 enables idempotence by default: it is turned off here, since
-Sluice does not implement InitProducerId yet.
+kafka-python 3 enables idempotence by default; here it is on only with
+--idempotent, so both paths are exercised.
 """
 
 import sys
