@@ -186,6 +186,22 @@ pub async fn read_frame<R: AsyncRead + Unpin>(r: &mut R, max_frame_bytes: usize)
     Ok(Some(Bytes::from(body)))
 }
 
+/// Produce requests of one connection in flight at once (their offsets
+/// are assigned in arrival order; responses go out in that order).
+pub const MAX_IN_FLIGHT: usize = 32;
+
+/// Frames read ahead of the one being handled.
+const READ_AHEAD: usize = 4;
+
+type Handled<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Option<Bytes>, DecodeError>> + Send + 'a>>;
+
+/// One client connection. Responses go out in request order (Kafka's
+/// rule). Produce requests are pipelined: each is polled once on arrival —
+/// which assigns its offsets, in arrival order, and hands its records to the
+/// WAL — and answered when durable, while the next requests are read, so
+/// requests of one connection share WAL writes (group commit). Every other
+/// request waits until the responses before it are out and then runs alone,
+/// as on a Kafka broker.
 async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
     engine: Arc<dyn Engine>,
     groups: Arc<Groups>,
@@ -195,28 +211,93 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
     mut stop: watch::Receiver<bool>,
 ) -> Result<(), ConnError> {
     let (mut rd, mut wr) = tokio::io::split(socket);
-    loop {
-        let frame = tokio::select! {
-            f = read_frame(&mut rd, opts.max_frame_bytes) => f?,
-            _ = stopped(&mut stop) => return Ok(()),
-        };
-        let Some(frame) = frame else { return Ok(()) };
-        let api = api_name(&frame);
-        let started = tokio::time::Instant::now();
-        let handled = handle_in(engine.as_ref(), &groups, opts, frame, peer).await;
-        let outcome = if handled.is_ok() { "ok" } else { "malformed" };
-        crate::telemetry::observe(
-            "kafka_request_seconds",
-            &[("api", api), ("outcome", outcome)],
-            started.elapsed(),
-        );
-        if let Some(response) = handled? {
-            let len = u32::try_from(response.len()).unwrap_or(u32::MAX);
-            wr.write_all(&len.to_be_bytes()).await?;
-            wr.write_all(&response).await?;
-            wr.flush().await?;
+    let (frames_tx, mut frames) = tokio::sync::mpsc::channel(READ_AHEAD);
+    // Frames are read by their own future: reading a frame is not
+    // cancel-safe, so it must never be a branch of the select below.
+    let reader = async {
+        loop {
+            let frame = read_frame(&mut rd, opts.max_frame_bytes).await;
+            let last = !matches!(frame, Ok(Some(_)));
+            if frames_tx.send(frame).await.is_err() || last {
+                break;
+            }
         }
+        std::future::pending::<()>().await
+    };
+    let engine = engine.as_ref();
+    let groups = groups.as_ref();
+    let handle = |frame: Bytes| -> Handled<'_> {
+        let api = api_name(&frame);
+        Box::pin(timed(api, handle_in(engine, groups, opts, frame, peer)))
+    };
+    let process = async {
+        let mut in_flight: std::collections::VecDeque<Handled<'_>> = std::collections::VecDeque::new();
+        loop {
+            tokio::select! {
+                biased;
+                done = async { in_flight.front_mut().expect("guarded").await }, if !in_flight.is_empty() => {
+                    in_flight.pop_front();
+                    write_response(&mut wr, done?).await?;
+                }
+                frame = frames.recv(), if in_flight.len() < MAX_IN_FLIGHT => {
+                    let Some(frame) = frame.transpose()?.flatten() else { break };
+                    if is_produce(&frame) {
+                        let mut handled = handle(frame);
+                        match futures::poll!(handled.as_mut()) {
+                            std::task::Poll::Ready(r) => in_flight.push_back(Box::pin(std::future::ready(r))),
+                            std::task::Poll::Pending => in_flight.push_back(handled),
+                        }
+                    } else {
+                        while let Some(earlier) = in_flight.pop_front() {
+                            write_response(&mut wr, earlier.await?).await?;
+                        }
+                        write_response(&mut wr, handle(frame).await?).await?;
+                    }
+                }
+                _ = stopped(&mut stop) => return Ok(()),
+            }
+        }
+        while let Some(earlier) = in_flight.pop_front() {
+            write_response(&mut wr, earlier.await?).await?;
+        }
+        Ok(())
+    };
+    tokio::select! {
+        _ = reader => unreachable!("the reader never finishes"),
+        r = process => r,
     }
+}
+
+fn is_produce(frame: &[u8]) -> bool {
+    frame
+        .get(..2)
+        .is_some_and(|k| i16::from_be_bytes([k[0], k[1]]) == PRODUCE)
+}
+
+/// [`handle_in`] of `frame`, timed into `kafka_request_seconds`.
+async fn timed(
+    api: &'static str,
+    handled: impl std::future::Future<Output = Result<Option<Bytes>, DecodeError>>,
+) -> Result<Option<Bytes>, DecodeError> {
+    let started = tokio::time::Instant::now();
+    let r = handled.await;
+    let outcome = if r.is_ok() { "ok" } else { "malformed" };
+    crate::telemetry::observe(
+        "kafka_request_seconds",
+        &[("api", api), ("outcome", outcome)],
+        started.elapsed(),
+    );
+    r
+}
+
+async fn write_response<W: AsyncWrite + Unpin>(wr: &mut W, response: Option<Bytes>) -> Result<(), ConnError> {
+    if let Some(response) = response {
+        let len = u32::try_from(response.len()).unwrap_or(u32::MAX);
+        wr.write_all(&len.to_be_bytes()).await?;
+        wr.write_all(&response).await?;
+        wr.flush().await?;
+    }
+    Ok(())
 }
 
 /// The metrics label of a request frame's API.
@@ -415,21 +496,25 @@ async fn produce(engine: &dyn Engine, req: ProduceRequest) -> Vec<(String, Vec<P
     } else {
         None
     };
-    let mut out = Vec::with_capacity(req.topics.len());
-    for (topic, parts) in req.topics {
-        let answers = futures::future::join_all(parts.into_iter().map(|(partition, records)| {
-            let topic = topic.clone();
-            async move {
-                if let Some((error_code, message)) = request_error {
-                    return produce_error(partition, error_code, message.to_string());
-                }
-                produce_partition(engine, &topic, partition, records).await
-            }
-        }))
-        .await;
-        out.push((topic, answers));
-    }
-    out
+    // Every partition of every topic at once: polling this future once
+    // assigns all of the request's offsets (the connection relies on it).
+    let counts: Vec<(String, usize)> = req.topics.iter().map(|(t, p)| (t.clone(), p.len())).collect();
+    let all = req
+        .topics
+        .into_iter()
+        .flat_map(|(topic, parts)| parts.into_iter().map(move |(p, records)| (topic.clone(), p, records)));
+    let mut answers = futures::future::join_all(all.map(|(topic, partition, records)| async move {
+        if let Some((error_code, message)) = request_error {
+            return produce_error(partition, error_code, message.to_string());
+        }
+        produce_partition(engine, &topic, partition, records).await
+    }))
+    .await
+    .into_iter();
+    counts
+        .into_iter()
+        .map(|(topic, n)| (topic, answers.by_ref().take(n).collect()))
+        .collect()
 }
 
 fn produce_error(partition: i32, error_code: i16, message: String) -> ProducePartitionResponse {
@@ -495,9 +580,13 @@ pub async fn produce_partition(
         }
         to_append.push(records.slice_ref(raw));
     }
+    // All batches are handed to the engine at once, in order, so their
+    // offsets are assigned on this future's first poll.
+    let appended =
+        futures::future::join_all(to_append.into_iter().map(|batch| engine.append_batch(topic, p, batch))).await;
     let mut base = None;
-    for batch in to_append {
-        match engine.append_batch(topic, p, batch).await {
+    for a in appended {
+        match a {
             Ok(a) => {
                 base.get_or_insert(a.base);
             }

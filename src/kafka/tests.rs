@@ -1282,3 +1282,47 @@ async fn producer_state_and_epoch_history_survive_a_crash_of_the_owner() {
     assert_eq!(epoch_end(engine, "idem", 1, 1).await.0, code::FENCED_LEADER_EPOCH);
     assert_eq!(epoch_end(engine, "idem", 3, 1).await.0, code::UNKNOWN_LEADER_EPOCH);
 }
+
+#[tokio::test]
+async fn pipelined_produce_requests_are_assigned_and_answered_in_order() {
+    use tokio::io::AsyncReadExt;
+    let node = node().await;
+    node.create_topic("pipe", 2, Default::default()).await.unwrap();
+    wait_open(node.as_ref(), "pipe").await;
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (_stop, stop_rx) = watch::channel(false);
+    tokio::spawn(serve(node.clone(), listener, OPTS, stop_rx));
+    let (_, pid, _) = init_producer_id(&mut call(node.as_ref(), init_producer_id_request(None)).await);
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    // 100 requests written back to back, without waiting for any answer:
+    // idempotent batches with consecutive sequences, then a Metadata
+    // request, which must be answered after all of them.
+    let mut out = Vec::new();
+    for i in 0..100i32 {
+        let body = produce_body(-1, "pipe", i % 2, &idempotent_batch(pid, i / 2, &["v"]));
+        let frame = request(PRODUCE, 8, i, &body);
+        out.extend_from_slice(&(frame.len() as u32).to_be_bytes());
+        out.extend_from_slice(&frame);
+    }
+    let meta = request(METADATA, 8, 1000, &metadata_body(&["pipe"], false));
+    out.extend_from_slice(&(meta.len() as u32).to_be_bytes());
+    out.extend_from_slice(&meta);
+    s.write_all(&out).await.unwrap();
+    for i in 0..100i32 {
+        let len = s.read_u32().await.unwrap();
+        let mut b = vec![0; len as usize];
+        s.read_exact(&mut b).await.unwrap();
+        let mut r = Reader::new(b.into());
+        assert_eq!(r.i32().unwrap(), i, "answers come in request order");
+        assert_eq!(produce_answer(r), (code::NONE, i64::from(i / 2)), "request {i}");
+    }
+    let len = s.read_u32().await.unwrap();
+    let mut b = vec![0; len as usize];
+    s.read_exact(&mut b).await.unwrap();
+    assert_eq!(Reader::new(b.into()).i32().unwrap(), 1000);
+    for p in 0..2 {
+        let d = node.describe_topic("pipe").unwrap();
+        assert_eq!(d.partition_info[p].end_offset.get(), 50);
+    }
+}
