@@ -1,155 +1,10 @@
-//! `sluice bench`: a load generator over the HTTP API. It measures what a
-//! client sees: records per second and the latency from sending an append to
-//! its acknowledgement (durable in the WAL), or from an append to the moment
-//! a long-polling consumer receives it (`e2e`).
+//! Load over the HTTP API.
 
-use clap::{Args, Subcommand};
-use serde::Serialize;
+use super::report::{Percentiles, Report};
+use super::BenchArgs;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-#[derive(Debug, Clone, Subcommand)]
-pub enum BenchCmd {
-    /// Appends from concurrent producers; reports throughput and ack latency.
-    Produce(BenchArgs),
-    /// Reads a topic from the beginning as fast as possible.
-    Consume(BenchArgs),
-    /// Producers and a long-polling consumer; reports append-to-receive latency.
-    E2e(BenchArgs),
-    /// The floor: bare create-if-absent PUTs of one size to a store, the
-    /// least any acknowledged append can cost.
-    Floor(FloorArgs),
-}
-
-#[derive(Debug, Clone, Args)]
-pub struct FloorArgs {
-    /// Store to write to (file:///PATH, s3://bucket/prefix or memory://); objects go under bench-floor/.
-    #[arg(long, env = "SLUICE_BENCH_STORE", default_value = "file:///tmp/sluice-bench-floor")]
-    pub store: String,
-    /// S3-compatible endpoint for an s3:// store (path-style requests).
-    #[arg(long, env = "SLUICE_S3_ENDPOINT")]
-    pub s3_endpoint: Option<String>,
-    /// S3 region.
-    #[arg(long, env = "SLUICE_S3_REGION")]
-    pub s3_region: Option<String>,
-    /// Bytes of each object.
-    #[arg(long, env = "SLUICE_BENCH_OBJECT_BYTES", default_value_t = 4096)]
-    pub object_bytes: usize,
-    /// Number of sequential PUTs.
-    #[arg(long, env = "SLUICE_BENCH_COUNT", default_value_t = 500)]
-    pub count: usize,
-    /// Print the result as JSON.
-    #[arg(long, env = "SLUICE_BENCH_JSON")]
-    pub json: bool,
-}
-
-#[derive(Debug, Clone, Args)]
-pub struct BenchArgs {
-    /// Base URL of a node.
-    #[arg(long, env = "SLUICE_URL", default_value = "http://127.0.0.1:8080")]
-    pub url: String,
-    /// Topic to use (created if missing).
-    #[arg(long, env = "SLUICE_BENCH_TOPIC", default_value = "bench")]
-    pub topic: String,
-    /// Partitions of the topic when it is created.
-    #[arg(long, env = "SLUICE_BENCH_PARTITIONS", default_value_t = 1)]
-    pub partitions: u32,
-    /// Concurrent producers (each waits for its ack before the next request).
-    #[arg(long, env = "SLUICE_BENCH_PRODUCERS", default_value_t = 1)]
-    pub producers: usize,
-    /// Bytes of each record's value.
-    #[arg(long, env = "SLUICE_BENCH_RECORD_BYTES", default_value_t = 100)]
-    pub record_bytes: usize,
-    /// Records per request.
-    #[arg(long, env = "SLUICE_BENCH_BATCH", default_value_t = 1)]
-    pub batch: usize,
-    /// Seconds to run.
-    #[arg(long, env = "SLUICE_BENCH_DURATION_SEC", default_value_t = 10)]
-    pub duration_sec: u64,
-    /// Total requests per second across producers (0 = as fast as acks allow).
-    #[arg(long, env = "SLUICE_BENCH_RATE", default_value_t = 0)]
-    pub rate: u64,
-    /// Print the result as one JSON object instead of text.
-    #[arg(long, env = "SLUICE_BENCH_JSON")]
-    pub json: bool,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Report {
-    pub mode: String,
-    pub producers: usize,
-    pub record_bytes: usize,
-    pub batch: usize,
-    pub duration_sec: f64,
-    pub requests: u64,
-    pub records: u64,
-    pub errors: u64,
-    /// Failed requests by HTTP status (`"connect"` when there was no answer).
-    pub errors_by_status: std::collections::BTreeMap<String, u64>,
-    pub records_per_sec: f64,
-    pub mib_per_sec: f64,
-    pub latency_ms: Percentiles,
-}
-
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Percentiles {
-    pub p50: f64,
-    pub p90: f64,
-    pub p99: f64,
-    pub p999: f64,
-    pub max: f64,
-}
-
-impl Percentiles {
-    pub fn of(samples: &mut [Duration]) -> Self {
-        if samples.is_empty() {
-            return Self::default();
-        }
-        samples.sort_unstable();
-        let at = |q: f64| {
-            let i = ((samples.len() as f64 * q).ceil() as usize).clamp(1, samples.len()) - 1;
-            samples[i].as_secs_f64() * 1000.0
-        };
-        Self {
-            p50: at(0.5),
-            p90: at(0.9),
-            p99: at(0.99),
-            p999: at(0.999),
-            max: at(1.0),
-        }
-    }
-}
-
-impl BenchCmd {
-    pub async fn run(self) -> anyhow::Result<()> {
-        if let BenchCmd::Floor(f) = &self {
-            return floor(f).await;
-        }
-        let (mode, args) = match &self {
-            BenchCmd::Produce(a) => ("produce", a),
-            BenchCmd::Consume(a) => ("consume", a),
-            BenchCmd::E2e(a) => ("e2e", a),
-            BenchCmd::Floor(_) => unreachable!("handled above"),
-        };
-        let report = match self {
-            BenchCmd::Produce(ref a) => produce(a).await?,
-            BenchCmd::Consume(ref a) => consume(a).await?,
-            BenchCmd::E2e(ref a) => e2e(a).await?,
-            BenchCmd::Floor(_) => unreachable!("handled above"),
-        };
-        if args.json {
-            println!("{}", serde_json::to_string(&report)?);
-        } else {
-            let l = &report.latency_ms;
-            println!(
-                "{mode}: {} records in {:.1}s = {:.0} records/s ({:.2} MiB/s), {} errors {:?}; latency ms p50 {:.2} p90 {:.2} p99 {:.2} p99.9 {:.2} max {:.2}",
-                report.records, report.duration_sec, report.records_per_sec, report.mib_per_sec, report.errors, report.errors_by_status, l.p50, l.p90, l.p99, l.p999, l.max
-            );
-        }
-        Ok(())
-    }
-}
 
 async fn ensure_topic(client: &reqwest::Client, args: &BenchArgs) -> anyhow::Result<()> {
     let resp = client
@@ -202,39 +57,6 @@ fn progress(shared: Arc<Shared>, total: Duration) -> tokio::task::JoinHandle<()>
     })
 }
 
-async fn floor(args: &FloorArgs) -> anyhow::Result<()> {
-    let s3 = crate::store::s3::S3Options {
-        endpoint: args.s3_endpoint.clone(),
-        region: args.s3_region.clone(),
-        force_path_style: args.s3_endpoint.is_some(),
-    };
-    let store = crate::store::open_url(&args.store, &s3).await?;
-    let body = bytes::Bytes::from(vec![b'f'; args.object_bytes]);
-    let run = format!("bench-floor/{:016x}", rand::random::<u64>());
-    let mut lat = Vec::with_capacity(args.count);
-    for i in 0..args.count {
-        let t = Instant::now();
-        store.put_if_absent(&format!("{run}/{i:08}"), body.clone()).await?;
-        lat.push(t.elapsed());
-    }
-    for i in 0..args.count {
-        store.delete(&format!("{run}/{i:08}")).await?;
-    }
-    let p = Percentiles::of(&mut lat);
-    if args.json {
-        println!(
-            "{}",
-            serde_json::json!({"mode": "floor", "object_bytes": args.object_bytes, "count": args.count, "latency_ms": p})
-        );
-    } else {
-        println!(
-            "floor: {} create-if-absent PUTs of {} bytes to {}: latency ms p50 {:.2} p90 {:.2} p99 {:.2} max {:.2}",
-            args.count, args.object_bytes, args.store, p.p50, p.p90, p.p99, p.max
-        );
-    }
-    Ok(())
-}
-
 fn record_value(size: usize, seq: u64) -> String {
     let mut v = format!("{seq:016x}");
     while v.len() < size {
@@ -252,7 +74,7 @@ struct Shared {
     latencies: Mutex<Vec<Duration>>,
 }
 
-async fn produce(args: &BenchArgs) -> anyhow::Result<Report> {
+pub(super) async fn produce(args: &BenchArgs) -> anyhow::Result<Report> {
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(args.producers.max(1))
         .build()?;
@@ -330,7 +152,7 @@ async fn produce(args: &BenchArgs) -> anyhow::Result<Report> {
     })
 }
 
-async fn consume(args: &BenchArgs) -> anyhow::Result<Report> {
+pub(super) async fn consume(args: &BenchArgs) -> anyhow::Result<Report> {
     let client = reqwest::Client::new();
     let started = Instant::now();
     let total = Duration::from_secs(args.duration_sec);
@@ -378,7 +200,7 @@ async fn consume(args: &BenchArgs) -> anyhow::Result<Report> {
     })
 }
 
-async fn e2e(args: &BenchArgs) -> anyhow::Result<Report> {
+pub(super) async fn e2e(args: &BenchArgs) -> anyhow::Result<Report> {
     let client = reqwest::Client::new();
     ensure_topic(&client, args).await?;
     let tail: serde_json::Value = client
@@ -451,14 +273,6 @@ async fn e2e(args: &BenchArgs) -> anyhow::Result<Report> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn percentiles_pick_the_right_samples() {
-        let mut s: Vec<Duration> = (1..=1000).map(Duration::from_millis).collect();
-        let p = Percentiles::of(&mut s);
-        assert_eq!((p.p50, p.p99, p.max), (500.0, 990.0, 1000.0));
-        assert_eq!(Percentiles::of(&mut []).p50, 0.0);
-    }
 
     #[test]
     fn record_values_have_the_asked_size() {
