@@ -1,17 +1,24 @@
-//! Load over the HTTP API.
+//! Load over the HTTP API: producers that POST JSON batches to one
+//! partition each, one request in flight per producer; a reader per
+//! partition for `consume`; long-polling tail readers for `e2e`.
 
-use super::report::{Percentiles, Report};
-use super::BenchArgs;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use super::stats::Recorder;
+use super::{created_at, record_value, wait_due, BenchArgs};
+use bytes::Bytes;
+use serde_json::Value;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-async fn ensure_topic(client: &reqwest::Client, args: &BenchArgs) -> anyhow::Result<()> {
+/// Creates the topic (409 when it exists is fine), waits until every
+/// partition is open on some node, and returns its partition count.
+pub(super) async fn ensure_topic(client: &reqwest::Client, args: &BenchArgs) -> anyhow::Result<u32> {
     let resp = client
         .post(format!("{}/v1/topics", args.url))
         .json(&serde_json::json!({"name": args.topic, "partitions": args.partitions}))
         .send()
-        .await?;
+        .await
+        .map_err(|e| anyhow::anyhow!("creating topic {} at {}: {e}", args.topic, args.url))?;
     if !(resp.status().is_success() || resp.status() == reqwest::StatusCode::CONFLICT) {
         anyhow::bail!(
             "creating topic {}: {} {}",
@@ -20,109 +27,118 @@ async fn ensure_topic(client: &reqwest::Client, args: &BenchArgs) -> anyhow::Res
             resp.text().await.unwrap_or_default()
         );
     }
-    // Wait for placement: every partition open on some node.
-    for _ in 0..100 {
-        let d: serde_json::Value = client
+    for _ in 0..200 {
+        let d: Value = client
             .get(format!("{}/v1/topics/{}", args.url, args.topic))
             .send()
             .await?
             .json()
             .await?;
-        if d["partition_info"]
-            .as_array()
-            .is_some_and(|ps| ps.iter().all(|p| p["state"] == "open"))
-        {
-            return Ok(());
+        if let Some(ps) = d["partition_info"].as_array() {
+            if !ps.is_empty() && ps.iter().all(|p| p["state"] == "open") {
+                return Ok(ps.len() as u32);
+            }
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    anyhow::bail!("topic {} was not placed in 10 s", args.topic)
+    anyhow::bail!("topic {} was not placed in 20 s", args.topic)
 }
 
-/// Live progress on stderr until `shared.stop` is set.
-fn progress(shared: Arc<Shared>, total: Duration) -> tokio::task::JoinHandle<()> {
-    let start = Instant::now();
-    tokio::spawn(async move {
-        while !shared.stop.load(Ordering::Relaxed) {
-            tokio::time::sleep(Duration::from_millis(500)).await;
-            let e = start.elapsed().as_secs_f64().max(0.001);
-            let done = shared.done.load(Ordering::Relaxed);
-            eprint!(
-                "\r[{e:>5.1}/{:.0}s] {done} records, {:.0}/s   ",
-                total.as_secs_f64(),
-                done as f64 / e
-            );
+/// The JSON body of one append of `values`.
+fn body(values: &[Vec<u8>]) -> Bytes {
+    let len: usize = values.iter().map(|v| v.len() + 16).sum();
+    let mut b = Vec::with_capacity(len + 16);
+    b.extend_from_slice(b"{\"records\":[");
+    for (i, v) in values.iter().enumerate() {
+        if i > 0 {
+            b.push(b',');
         }
-        eprintln!();
-    })
-}
-
-fn record_value(size: usize, seq: u64) -> String {
-    let mut v = format!("{seq:016x}");
-    while v.len() < size {
-        v.push('x');
+        b.extend_from_slice(b"{\"value\":\"");
+        // record_value writes hex digits and 'x' only: nothing to escape.
+        b.extend_from_slice(v);
+        b.extend_from_slice(b"\"}");
     }
-    v.truncate(size.max(1));
-    v
+    b.extend_from_slice(b"]}");
+    Bytes::from(b)
 }
 
-struct Shared {
-    done: AtomicU64,
-    stop: AtomicBool,
-    errors: AtomicU64,
-    errors_by_status: Mutex<std::collections::BTreeMap<String, u64>>,
-    latencies: Mutex<Vec<Duration>>,
-}
-
-pub(super) async fn produce(args: &BenchArgs) -> anyhow::Result<Report> {
+/// Producer `p` appends to partition `p mod partitions` until `deadline`.
+/// With `stamp`, every value carries its creation time (for e2e).
+pub(super) async fn produce(
+    args: &BenchArgs,
+    partitions: u32,
+    rec: Arc<Recorder>,
+    stamp: bool,
+    deadline: Instant,
+) -> anyhow::Result<()> {
     let client = reqwest::Client::builder()
-        .pool_max_idle_per_host(args.producers.max(1))
+        .pool_max_idle_per_host(args.producers)
         .build()?;
-    ensure_topic(&client, args).await?;
-    let shared = Arc::new(Shared {
-        done: AtomicU64::new(0),
-        stop: AtomicBool::new(false),
-        errors: AtomicU64::new(0),
-        errors_by_status: Mutex::default(),
-        latencies: Mutex::new(Vec::new()),
-    });
-    let total = Duration::from_secs(args.duration_sec);
-    let bar = progress(shared.clone(), total);
-    let started = Instant::now();
-    let per_producer_interval =
-        (args.rate > 0).then(|| Duration::from_secs_f64(args.producers as f64 / args.rate as f64));
-    let mut tasks = Vec::new();
+    // Each producer's share of the offered rate, as the gap between its requests.
+    let interval =
+        (args.rate > 0).then(|| Duration::from_secs_f64((args.producers * args.batch) as f64 / args.rate as f64));
+    let start = Instant::now();
+    let mut tasks = Vec::with_capacity(args.producers);
     for p in 0..args.producers {
-        let (client, shared, args) = (client.clone(), shared.clone(), args.clone());
+        let (client, rec) = (client.clone(), rec.clone());
+        let url = format!(
+            "{}/v1/topics/{}/partitions/{}/records",
+            args.url,
+            args.topic,
+            p as u32 % partitions
+        );
+        let (batch, record_bytes) = (args.batch, args.record_bytes);
+        // Spread the producers' schedules over one interval.
+        let mut next_due = start + interval.map_or(Duration::ZERO, |iv| iv.mul_f64(p as f64 / args.producers as f64));
         tasks.push(tokio::spawn(async move {
-            let url = format!("{}/v1/topics/{}/records", args.url, args.topic);
-            let mut seq = 0u64;
-            let mut next_send = Instant::now();
-            while started.elapsed() < total {
-                if let Some(iv) = per_producer_interval {
-                    tokio::time::sleep_until(next_send.into()).await;
-                    next_send += iv;
-                }
-                let records: Vec<serde_json::Value> = (0..args.batch)
-                    .map(|_| {
-                        seq += 1;
-                        serde_json::json!({"value": record_value(args.record_bytes, seq), "partition": (p as u32) % args.partitions})
-                    })
-                    .collect();
-                let t = Instant::now();
-                let status = match client.post(&url).json(&serde_json::json!({"records": records})).send().await {
-                    Ok(r) if r.status().is_success() => None,
-                    Ok(r) => Some(r.status().as_u16().to_string()),
-                    Err(_) => Some("connect".to_string()),
+            let fixed = body(&vec![record_value(record_bytes, None); batch]);
+            loop {
+                let created = match interval {
+                    Some(iv) => {
+                        if next_due >= deadline {
+                            break;
+                        }
+                        let due = next_due;
+                        next_due += iv;
+                        wait_due(due).await
+                    }
+                    None if Instant::now() >= deadline => break,
+                    None => Instant::now(),
                 };
-                let took = t.elapsed();
-                if let Some(status) = status {
-                    *shared.errors_by_status.lock().unwrap().entry(status).or_default() += 1;
-                    shared.errors.fetch_add(1, Ordering::Relaxed);
-                    tokio::time::sleep(Duration::from_millis(10)).await;
+                let payload = if stamp {
+                    body(&vec![record_value(record_bytes, Some(created)); batch])
                 } else {
-                    shared.done.fetch_add(args.batch as u64, Ordering::Relaxed);
-                    shared.latencies.lock().unwrap().push(took);
+                    fixed.clone()
+                };
+                let sent = client
+                    .post(&url)
+                    .header("content-type", "application/json")
+                    .body(payload)
+                    .send()
+                    .await;
+                let failure = match sent {
+                    Ok(r) if r.status().is_success() => {
+                        // Read the answer: the ack is complete only with its body.
+                        match r.bytes().await {
+                            Ok(_) => None,
+                            Err(_) => Some("io".to_string()),
+                        }
+                    }
+                    Ok(r) => Some(r.status().as_u16().to_string()),
+                    Err(e) if e.is_connect() => Some("connect".to_string()),
+                    Err(_) => Some("io".to_string()),
+                };
+                match failure {
+                    None => {
+                        rec.ok(batch as u64, (batch * record_bytes) as u64);
+                        rec.latency(created.elapsed(), batch as u64);
+                    }
+                    Some(kind) => {
+                        rec.error(kind);
+                        // Back off a little: a 429 or a refused connection
+                        // would otherwise spin.
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
                 }
             }
         }));
@@ -130,144 +146,128 @@ pub(super) async fn produce(args: &BenchArgs) -> anyhow::Result<Report> {
     for t in tasks {
         t.await?;
     }
-    shared.stop.store(true, Ordering::Relaxed);
-    bar.await?;
-    let elapsed = started.elapsed().as_secs_f64();
-    let mut lat = std::mem::take(&mut *shared.latencies.lock().unwrap());
-    let records = shared.done.load(Ordering::Relaxed);
-    let errors_by_status = std::mem::take(&mut *shared.errors_by_status.lock().unwrap());
-    Ok(Report {
-        mode: "produce".into(),
-        producers: args.producers,
-        record_bytes: args.record_bytes,
-        batch: args.batch,
-        duration_sec: elapsed,
-        requests: lat.len() as u64,
-        records,
-        errors: shared.errors.load(Ordering::Relaxed),
-        errors_by_status,
-        records_per_sec: records as f64 / elapsed,
-        mib_per_sec: records as f64 * args.record_bytes as f64 / elapsed / (1 << 20) as f64,
-        latency_ms: Percentiles::of(&mut lat),
-    })
+    Ok(())
 }
 
-pub(super) async fn consume(args: &BenchArgs) -> anyhow::Result<Report> {
-    let client = reqwest::Client::new();
-    let started = Instant::now();
-    let total = Duration::from_secs(args.duration_sec);
-    let mut records = 0u64;
-    let mut bytes = 0u64;
-    let mut lat = Vec::new();
-    for p in 0..args.partitions {
-        let mut offset = 0u64;
-        while started.elapsed() < total {
-            let url = format!(
-                "{}/v1/topics/{}/partitions/{p}/records?offset={offset}&limit=10000",
-                args.url, args.topic
-            );
-            let t = Instant::now();
-            let body: serde_json::Value = client.get(&url).send().await?.error_for_status()?.json().await?;
-            lat.push(t.elapsed());
-            let got = body["records"].as_array().map_or(0, |a| a.len());
-            if got == 0 {
-                break;
-            }
-            records += got as u64;
-            bytes += body["records"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|r| r["value"].as_str().map_or(0, str::len) as u64)
-                .sum::<u64>();
-            offset = body["next_offset"].as_u64().unwrap_or(offset);
+/// One GET of a partition's records from `offset`: (records, next offset,
+/// high watermark, the JSON records).
+async fn read(
+    client: &reqwest::Client,
+    base: &str,
+    offset: Option<u64>,
+    wait_ms: u64,
+) -> Result<(Vec<Value>, u64, u64), String> {
+    let url = match offset {
+        Some(o) => format!("{base}?offset={o}&limit=10000&wait_ms={wait_ms}"),
+        None => format!("{base}?offset=-1"),
+    };
+    let resp = client.get(&url).send().await.map_err(|e| {
+        if e.is_connect() {
+            "connect".to_string()
+        } else {
+            "io".to_string()
         }
+    })?;
+    if !resp.status().is_success() {
+        return Err(resp.status().as_u16().to_string());
     }
-    let elapsed = started.elapsed().as_secs_f64();
-    Ok(Report {
-        mode: "consume".into(),
-        producers: 0,
-        record_bytes: args.record_bytes,
-        batch: 10_000,
-        duration_sec: elapsed,
-        requests: lat.len() as u64,
-        records,
-        errors: 0,
-        errors_by_status: Default::default(),
-        records_per_sec: records as f64 / elapsed,
-        mib_per_sec: bytes as f64 / elapsed / (1 << 20) as f64,
-        latency_ms: Percentiles::of(&mut lat),
-    })
+    let mut body: Value = resp.json().await.map_err(|_| "io".to_string())?;
+    let next = body["next_offset"].as_u64().unwrap_or(offset.unwrap_or(0));
+    let hw = body["high_watermark"].as_u64().unwrap_or(next);
+    let records = match body["records"].take() {
+        Value::Array(a) => a,
+        _ => Vec::new(),
+    };
+    Ok((records, next, hw))
 }
 
-pub(super) async fn e2e(args: &BenchArgs) -> anyhow::Result<Report> {
+fn value_len(r: &Value) -> u64 {
+    r["value"].as_str().map_or(0, str::len) as u64
+}
+
+/// Every partition read concurrently from its start up to its end as of
+/// the start of the run, or until `deadline`.
+pub(super) async fn consume(
+    args: &BenchArgs,
+    partitions: u32,
+    rec: Arc<Recorder>,
+    deadline: Instant,
+) -> anyhow::Result<()> {
     let client = reqwest::Client::new();
-    ensure_topic(&client, args).await?;
-    let tail: serde_json::Value = client
-        .get(format!(
-            "{}/v1/topics/{}/partitions/0/records?offset=-1",
-            args.url, args.topic
-        ))
-        .send()
-        .await?
-        .json()
-        .await?;
-    let mut offset = tail["high_watermark"].as_u64().unwrap_or(0);
-    let started = Instant::now();
-    let total = Duration::from_secs(args.duration_sec);
-    let mut lat = Vec::new();
-    let mut errors = 0;
-    // One record at a time: send, then long-poll until it arrives.
-    while started.elapsed() < total {
-        let t = Instant::now();
-        let send = client
-            .post(format!("{}/v1/topics/{}/partitions/0/records", args.url, args.topic))
-            .json(&serde_json::json!({"records": [{"value": record_value(args.record_bytes, offset)}]}));
-        let poll = client.get(format!(
-            "{}/v1/topics/{}/partitions/0/records?offset={offset}&wait_ms=5000",
-            args.url, args.topic
-        ));
-        let (sent, got) = tokio::join!(send.send(), poll.send());
-        let ok = sent.is_ok_and(|r| r.status().is_success());
-        match got {
-            Ok(r) if ok && r.status().is_success() => {
-                let body: serde_json::Value = r.json().await?;
-                if body["records"].as_array().is_some_and(|a| !a.is_empty()) {
-                    lat.push(t.elapsed());
-                    offset = body["next_offset"].as_u64().unwrap_or(offset + 1);
-                    continue;
+    let mut tasks = Vec::new();
+    for p in 0..partitions {
+        let (client, rec) = (client.clone(), rec.clone());
+        let base = format!("{}/v1/topics/{}/partitions/{p}/records", args.url, args.topic);
+        tasks.push(tokio::spawn(async move {
+            let end = match read(&client, &base, None, 0).await {
+                Ok((_, _, hw)) => hw,
+                Err(kind) => return rec.error(kind),
+            };
+            let mut offset = 0;
+            while offset < end && Instant::now() < deadline {
+                let t = Instant::now();
+                match read(&client, &base, Some(offset), 0).await {
+                    Ok((records, next, _)) => {
+                        rec.ok(records.len() as u64, records.iter().map(value_len).sum());
+                        rec.latency(t.elapsed(), 1);
+                        if records.is_empty() || next <= offset {
+                            break;
+                        }
+                        offset = next;
+                    }
+                    Err(kind) => {
+                        rec.error(kind);
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
                 }
-                errors += 1;
             }
-            _ => errors += 1,
-        }
-        let hw: serde_json::Value = client
-            .get(format!(
-                "{}/v1/topics/{}/partitions/0/records?offset=-1",
-                args.url, args.topic
-            ))
-            .send()
-            .await?
-            .json()
-            .await?;
-        offset = hw["high_watermark"].as_u64().unwrap_or(offset);
+        }));
     }
-    let elapsed = started.elapsed().as_secs_f64();
-    let records = lat.len() as u64;
-    Ok(Report {
-        mode: "e2e".into(),
-        producers: 1,
-        record_bytes: args.record_bytes,
-        batch: 1,
-        duration_sec: elapsed,
-        requests: records,
-        records,
-        errors,
-        errors_by_status: Default::default(),
-        records_per_sec: records as f64 / elapsed,
-        mib_per_sec: records as f64 * args.record_bytes as f64 / elapsed / (1 << 20) as f64,
-        latency_ms: Percentiles::of(&mut lat),
-    })
+    for t in tasks {
+        t.await?;
+    }
+    Ok(())
+}
+
+/// Long-polling readers, one per partition, from each partition's current
+/// end; each received record's latency is from its creation (read from its
+/// value). They stop when `stop` is set.
+pub(super) async fn tail(
+    args: &BenchArgs,
+    partitions: u32,
+    rec: Arc<Recorder>,
+    stop: Arc<AtomicBool>,
+) -> anyhow::Result<Vec<tokio::task::JoinHandle<()>>> {
+    let client = reqwest::Client::new();
+    let mut tasks = Vec::new();
+    for p in 0..partitions {
+        let base = format!("{}/v1/topics/{}/partitions/{p}/records", args.url, args.topic);
+        let (_, _, mut offset) = read(&client, &base, None, 0)
+            .await
+            .map_err(|e| anyhow::anyhow!("reading the end of partition {p}: {e}"))?;
+        let (client, rec, stop) = (client.clone(), rec.clone(), stop.clone());
+        tasks.push(tokio::spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                match read(&client, &base, Some(offset), 200).await {
+                    Ok((records, next, _)) => {
+                        let now = Instant::now();
+                        let bytes = records.iter().map(value_len).sum();
+                        rec.received(records.len() as u64, bytes);
+                        rec.latencies(records.iter().filter_map(|r| {
+                            let created = created_at(r["value"].as_str()?.as_bytes())?;
+                            Some((now.saturating_duration_since(created), 1))
+                        }));
+                        offset = next.max(offset);
+                    }
+                    Err(kind) => {
+                        rec.error(kind);
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                }
+            }
+        }));
+    }
+    Ok(tasks)
 }
 
 #[cfg(test)]
@@ -275,8 +275,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn record_values_have_the_asked_size() {
-        assert_eq!(record_value(100, 7).len(), 100);
-        assert_eq!(record_value(4, 7).len(), 4);
+    fn append_bodies_are_the_json_the_api_takes() {
+        let b = body(&[b"abc".to_vec(), b"de".to_vec()]);
+        let v: Value = serde_json::from_slice(&b).unwrap();
+        assert_eq!(v, serde_json::json!({"records": [{"value": "abc"}, {"value": "de"}]}));
+        let stamped = body(&[record_value(64, Some(Instant::now()))]);
+        let v: Value = serde_json::from_slice(&stamped).unwrap();
+        assert_eq!(v["records"][0]["value"].as_str().unwrap().len(), 64);
     }
 }
