@@ -155,9 +155,10 @@ impl Recorder {
     }
 }
 
-/// The progress line: once a second on stderr, until `stop` is set. It is
-/// redrawn in place (`\r`) on a terminal and written as separate lines
-/// otherwise, so a log file gets one line per second.
+/// The progress line: once a second on stderr, and once more when `stop`
+/// is set (so even a run shorter than a second shows one). It is redrawn in
+/// place (`\r`) on a terminal and written as separate lines otherwise, so
+/// a log file gets one line per second.
 pub fn progress(
     label: &'static str,
     rec: Arc<Recorder>,
@@ -168,23 +169,21 @@ pub fn progress(
     let start = Instant::now();
     tokio::spawn(async move {
         let (mut last_records, mut last_bytes, mut last_at) = (0u64, 0u64, start);
-        let mut tick = tokio::time::interval_at(
-            tokio::time::Instant::now() + Duration::from_secs(1),
-            Duration::from_secs(1),
-        );
         loop {
-            tick.tick().await;
-            if stop.load(Ordering::Relaxed) {
-                break;
-            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            let stopped = stop.load(Ordering::Relaxed);
             let now = Instant::now();
+            if !stopped && now - last_at < Duration::from_secs(1) {
+                continue;
+            }
             let (records, bytes) = (rec.records(), rec.bytes());
+            let secs = (now - last_at).as_secs_f64().max(1e-3);
             let line = progress_line(
                 label,
                 now - start,
                 total,
-                (records - last_records) as f64 / (now - last_at).as_secs_f64(),
-                (bytes - last_bytes) as f64 / (now - last_at).as_secs_f64(),
+                (records - last_records) as f64 / secs,
+                (bytes - last_bytes) as f64 / secs,
                 &rec.percentiles(),
                 rec.errors(),
             );
@@ -194,6 +193,9 @@ pub fn progress(
                 eprintln!("{line}");
             }
             (last_records, last_bytes, last_at) = (records, bytes, now);
+            if stopped {
+                break;
+            }
         }
         if tty {
             eprintln!();
