@@ -271,6 +271,7 @@ impl BenchCmd {
         let started = Instant::now();
         let deadline = started + total;
         let mut ack_latency = None;
+        let mut ack_requests = None;
         let elapsed = match command {
             "produce" => {
                 produce(&args, partitions, main.clone(), false, deadline).await?;
@@ -283,14 +284,16 @@ impl BenchCmd {
             _ => {
                 let acks = Recorder::new();
                 let elapsed = e2e(&args, partitions, main.clone(), acks.clone(), started, deadline).await?;
-                ack_latency = Some(acks.percentiles());
+                let t = acks.totals();
+                (ack_latency, ack_requests) = (Some(t.latency_ms), Some(t.requests));
                 elapsed
             }
         };
         stop.store(true, Ordering::Relaxed);
         let _ = bar.await;
 
-        let kafka = args.mode == Mode::Kafka;
+        // Producer settings of the Kafka client; a consumer has none.
+        let kafka = args.mode == Mode::Kafka && command != "consume";
         let settings = report::Settings {
             command,
             mode: args.mode.name(),
@@ -306,6 +309,9 @@ impl BenchCmd {
             latency_kind,
         };
         let mut report = Report::new(settings, main.totals(), elapsed.as_secs_f64(), ack_latency);
+        if let Some(r) = ack_requests {
+            report.requests = r; // e2e: the producers' requests (the consumers' are long polls)
+        }
         if let Some(f) = floor {
             report = report.with_floor(f);
         }

@@ -185,10 +185,18 @@ impl Report {
         if let Some(m) = self.max_in_flight {
             let _ = write!(kafka, ", {m} in flight");
         }
+        let load = if self.command == "consume" {
+            String::new()
+        } else {
+            format!(
+                ", {} producers, {} B records, batch {}, {rate}{kafka}",
+                self.producers, self.record_bytes, self.batch
+            )
+        };
         let _ = writeln!(
             out,
-            "{} ({}, topic {} of {} partitions, {} producers, {} B records, batch {}, {rate}{kafka}):",
-            self.command, self.mode, self.topic, self.partitions, self.producers, self.record_bytes, self.batch
+            "{} ({}, topic {} of {} partitions{load}):",
+            self.command, self.mode, self.topic, self.partitions
         );
         let _ = writeln!(
             out,
@@ -236,7 +244,7 @@ impl Report {
                 s.pid, s.cpu_sec, s.cores, s.cpu_ms_per_mb, s.rss_before_mib, s.rss_peak_mib, s.rss_after_mib
             );
         }
-        if let Some(w) = &self.wal {
+        if let Some(w) = self.wal.as_ref().filter(|w| w.puts > 0) {
             let _ = writeln!(
                 out,
                 "  WAL: {} segment PUTs, mean {:.1} KiB, mean {:.2} ms (server side)",
