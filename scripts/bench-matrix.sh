@@ -1,0 +1,223 @@
+#!/usr/bin/env bash
+# The standard benchmark matrix, written into docs/benchmarks.md.
+#
+#   scripts/bench-matrix.sh [--duration SEC] [--no-s3] [--no-docs] [--out DIR]
+#
+# Builds the release binary, then for every point of the matrix starts a
+# fresh node (`sluice serve`, loopback ports picked free) and runs
+# `sluice bench ... --json` against it with the floor measured in the same
+# run (--floor-store on the node's own store) and the node's CPU and memory
+# sampled (--server-pid). The matrix:
+#
+#   embedded default (local filesystem with fsync, temp dir):
+#     HTTP produce, records of 100 B / 1 KiB / 16 KiB x
+#       lone client (1 producer, 1 record per request, 1 partition),
+#       16 clients (1 record per request, 4 partitions),
+#       saturation (16 producers x 100 records per request, 4 partitions);
+#     consume of the 1 KiB saturation topic (HTTP and Kafka);
+#     Kafka produce, 1 KiB, acks=all, 4 partitions: unlimited, and a steady
+#       2000 records/s with linger 5 ms; e2e at the steady rate (Kafka) and
+#       for a lone HTTP client;
+#   S3 test server (radosgw, with DynamoDB Local for metadata), when
+#   SLUICE_TEST_S3_ENDPOINT and SLUICE_TEST_DYNAMODB_ENDPOINT are set (source
+#   .services/env after `scripts/services.sh up`), a smaller matrix: HTTP 1 KiB
+#   lone / 16 clients / saturation, Kafka 1 KiB unlimited and steady.
+#
+# Every report goes to DIR/results.jsonl (default: a temp dir, printed);
+# scripts/bench-report.py then rewrites the generated section of
+# docs/benchmarks.md (between its marker comments) and docs/bench-latency.svg.
+# SLUICE_BENCH_DURATION (or --duration) sets the seconds per point (default 5);
+# the whole matrix takes about 3 minutes at 5 s.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+
+DUR=${SLUICE_BENCH_DURATION:-5}
+S3=1
+DOCS=1
+OUT=
+while (($#)); do
+    case $1 in
+        --duration) DUR=$2; shift 2 ;;
+        --no-s3) S3=0; shift ;;
+        --no-docs) DOCS=0; shift ;;
+        --out) OUT=$2; shift 2 ;;
+        *) echo "usage: $0 [--duration SEC] [--no-s3] [--no-docs] [--out DIR]" >&2; exit 2 ;;
+    esac
+done
+
+cargo build --release --quiet
+BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release/sluice
+WORK=$(mktemp -d /tmp/sluice-matrix.XXXXXX)
+OUT=${OUT:-$WORK/out}
+mkdir -p "$OUT"
+RESULTS=$OUT/results.jsonl
+: >"$RESULTS"
+PID=
+cleanup() {
+    if [[ -n $PID ]]; then kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; fi
+    rm -rf "$WORK/nodes"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# start LABEL [serve flags...]: a fresh node with its own data dir.
+start() {
+    local label=$1; shift
+    NODE_DIR=$WORK/nodes/$label
+    mkdir -p "$NODE_DIR"
+    HTTP_PORT=$(free_port)
+    KAFKA_PORT=$(free_port)
+    URL=http://127.0.0.1:$HTTP_PORT
+    BOOTSTRAP=127.0.0.1:$KAFKA_PORT
+    "$BIN" serve --node-id bench --data-dir "$NODE_DIR/data" \
+        --http-addr "127.0.0.1:$HTTP_PORT" --kafka-addr "$BOOTSTRAP" \
+        --shutdown-drain-sec 0 "$@" >"$NODE_DIR/node.log" 2>&1 &
+    PID=$!
+    for _ in $(seq 200); do
+        curl -sf "$URL/ready" >/dev/null && return
+        kill -0 "$PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    echo "node $label did not start:" >&2
+    tail -n 30 "$NODE_DIR/node.log" >&2
+    exit 1
+}
+
+stop() {
+    kill "$PID" 2>/dev/null || true
+    wait "$PID" 2>/dev/null || true
+    PID=
+    rm -rf "$NODE_DIR"
+}
+
+# point BACKEND NAME FLOOR_STORE bench-args...: one report, labelled, appended.
+point() {
+    local backend=$1 name=$2 floor=$3; shift 3
+    echo "== $backend: $name" >&2
+    "$BIN" bench "$@" --url "$URL" --bootstrap "$BOOTSTRAP" --duration-sec "$DUR" \
+        --floor-store "$floor" --server-pid "$PID" --json "${FLOOR_FLAGS[@]}" \
+        2> >(tail -n 1 >&2) |
+        jq -c --arg backend "$backend" --arg name "$name" '. + {backend: $backend, point: $name}' >>"$RESULTS"
+}
+
+SIZES=(100 1024 16384)
+size_name() { case $1 in 100) echo "100 B" ;; 1024) echo "1 KiB" ;; 16384) echo "16 KiB" ;; esac; }
+
+# ---------------------------------------------------------------- embedded default
+FLOOR_FLAGS=()
+embedded() {
+    for size in "${SIZES[@]}"; do
+        local s; s=$(size_name "$size")
+        start "lone-$size"
+        point embedded "HTTP $s lone client" "file://$NODE_DIR/data/floor" produce --mode http \
+            --topic lone --partitions 1 --producers 1 --batch 1 --record-bytes "$size"
+        stop
+        start "c16-$size"
+        point embedded "HTTP $s 16 clients" "file://$NODE_DIR/data/floor" produce --mode http \
+            --topic c16 --partitions 4 --producers 16 --batch 1 --record-bytes "$size"
+        stop
+        start "sat-$size"
+        point embedded "HTTP $s saturation" "file://$NODE_DIR/data/floor" produce --mode http \
+            --topic sat --partitions 4 --producers 16 --batch 100 --record-bytes "$size"
+        if [[ $size == 1024 ]]; then
+            point embedded "HTTP consume (1 KiB saturation topic)" "file://$NODE_DIR/data/floor" consume \
+                --mode http --topic sat --record-bytes "$size"
+            point embedded "Kafka consume (1 KiB saturation topic)" "file://$NODE_DIR/data/floor" consume \
+                --mode kafka --topic sat --record-bytes "$size"
+        fi
+        stop
+    done
+    start kafka-unlimited
+    point embedded "Kafka 1 KiB acks=all unlimited" "file://$NODE_DIR/data/floor" produce --mode kafka \
+        --topic k --partitions 4 --producers 1 --batch 500 --max-in-flight 5 --acks all --record-bytes 1024
+    stop
+    start kafka-steady
+    point embedded "Kafka 1 KiB acks=all steady 2000/s" "file://$NODE_DIR/data/floor" produce --mode kafka \
+        --topic k --partitions 4 --producers 1 --batch 100 --linger-ms 5 --rate 2000 --acks all --record-bytes 1024
+    stop
+    start kafka-e2e
+    point embedded "Kafka 1 KiB e2e steady 2000/s" "file://$NODE_DIR/data/floor" e2e --mode kafka \
+        --topic k --partitions 4 --producers 1 --batch 100 --linger-ms 5 --rate 2000 --acks all --record-bytes 1024
+    stop
+    start http-e2e
+    point embedded "HTTP 1 KiB e2e lone client" "file://$NODE_DIR/data/floor" e2e --mode http \
+        --topic e --partitions 1 --producers 1 --batch 1 --record-bytes 1024
+    stop
+}
+
+# ---------------------------------------------------------------- S3 test server
+s3() {
+    local bucket=${SLUICE_TEST_S3_BUCKET:-sluice-test}
+    local region=${SLUICE_TEST_S3_REGION:-us-east-1}
+    local run; run=bench-$(date +%s)-$RANDOM
+    local n=0
+    FLOOR_FLAGS=(--s3-endpoint "$SLUICE_TEST_S3_ENDPOINT" --s3-region "$region")
+    s3_start() {
+        n=$((n + 1))
+        local flags=(--object-store "s3://$bucket/$run-$n" --metadata "dynamodb://sluice-$run-$n"
+            --s3-endpoint "$SLUICE_TEST_S3_ENDPOINT" --s3-region "$region"
+            --dynamodb-endpoint "$SLUICE_TEST_DYNAMODB_ENDPOINT")
+        "$BIN" init --node-id init "${flags[@]}" >/dev/null
+        start "s3-$1" "${flags[@]}"
+    }
+    local floor="s3://$bucket/$run-floor"
+    s3_start lone
+    point s3 "HTTP 1 KiB lone client" "$floor" produce --mode http \
+        --topic lone --partitions 1 --producers 1 --batch 1 --record-bytes 1024
+    stop
+    s3_start c16
+    point s3 "HTTP 1 KiB 16 clients" "$floor" produce --mode http \
+        --topic c16 --partitions 4 --producers 16 --batch 1 --record-bytes 1024
+    stop
+    s3_start sat
+    point s3 "HTTP 1 KiB saturation" "$floor" produce --mode http \
+        --topic sat --partitions 4 --producers 16 --batch 100 --record-bytes 1024
+    stop
+    s3_start kafka-unlimited
+    point s3 "Kafka 1 KiB acks=all unlimited" "$floor" produce --mode kafka \
+        --topic k --partitions 4 --producers 1 --batch 500 --max-in-flight 5 --acks all --record-bytes 1024
+    stop
+    s3_start kafka-steady
+    point s3 "Kafka 1 KiB acks=all steady 2000/s" "$floor" produce --mode kafka \
+        --topic k --partitions 4 --producers 1 --batch 100 --linger-ms 5 --rate 2000 --acks all --record-bytes 1024
+    stop
+    FLOOR_FLAGS=()
+}
+
+# ---------------------------------------------------------------- machine
+machine() {
+    local dev
+    dev=$(df --output=source "$WORK" | tail -n 1)
+    jq -n \
+        --arg date "$(date -u +%Y-%m-%dT%H:%MZ)" \
+        --arg commit "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" \
+        --arg cpu "$(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo)" \
+        --argjson cores "$(nproc)" \
+        --argjson mem_gib "$(awk '/MemTotal/{printf "%.1f", $2/1048576}' /proc/meminfo)" \
+        --arg disk "$dev ($(df -h --output=size "$WORK" | tail -n 1 | tr -d ' '), $(df --output=fstype "$WORK" | tail -n 1), rotational=$(cat "/sys/block/$(basename "$dev" | sed 's/[0-9]*$//')/queue/rotational" 2>/dev/null || echo '?'))" \
+        --arg kernel "$(uname -r)" \
+        --arg rustc "$(rustc --version)" \
+        --argjson duration "$DUR" \
+        --arg load "$(cut -d' ' -f1-3 /proc/loadavg)" \
+        --arg s3 "${SLUICE_TEST_S3_ENDPOINT:+radosgw (Ceph $(ceph --version 2>/dev/null | awk '{print $3}'), memstore OSD) at $SLUICE_TEST_S3_ENDPOINT with DynamoDB Local}" \
+        '{date: $date, commit: $commit, cpu: $cpu, cores: $cores, mem_gib: $mem_gib, disk: $disk, kernel: $kernel, rustc: $rustc, duration_sec: $duration, s3: $s3, load_start: $load}'
+}
+
+START=$SECONDS
+machine >"$OUT/machine.json"
+embedded
+if [[ $S3 == 1 && -n ${SLUICE_TEST_S3_ENDPOINT:-} && -n ${SLUICE_TEST_DYNAMODB_ENDPOINT:-} ]]; then
+    s3
+elif [[ $S3 == 1 ]]; then
+    echo "S3 test server not configured (source .services/env after scripts/services.sh up): embedded default only" >&2
+fi
+jq --arg load "$(cut -d' ' -f1-3 /proc/loadavg)" --argjson took $((SECONDS - START)) \
+    '. + {load_end: $load, took_sec: $took}' "$OUT/machine.json" >"$OUT/machine.json.tmp"
+mv "$OUT/machine.json.tmp" "$OUT/machine.json"
+echo "matrix took $((SECONDS - START)) s; reports in $RESULTS" >&2
+if [[ $DOCS == 1 ]]; then
+    python3 scripts/bench-report.py --results "$RESULTS" --machine "$OUT/machine.json" \
+        --doc docs/benchmarks.md --svg docs/bench-latency.svg
+fi
