@@ -20,6 +20,8 @@ pub enum BenchCmd {
     /// The floor: bare create-if-absent PUTs of one size to a store, the
     /// least any acknowledged append can cost.
     Floor(FloorArgs),
+    /// Failover, clean hand-off and WAL recovery times on a cluster of child `sluice serve` processes.
+    Failover(crate::bench_failover::FailoverArgs),
 }
 
 #[derive(Debug, Clone, Args)]
@@ -126,17 +128,20 @@ impl BenchCmd {
         if let BenchCmd::Floor(f) = &self {
             return floor(f).await;
         }
+        if let BenchCmd::Failover(f) = &self {
+            return crate::bench_failover::run(f).await;
+        }
         let (mode, args) = match &self {
             BenchCmd::Produce(a) => ("produce", a),
             BenchCmd::Consume(a) => ("consume", a),
             BenchCmd::E2e(a) => ("e2e", a),
-            BenchCmd::Floor(_) => unreachable!("handled above"),
+            BenchCmd::Floor(_) | BenchCmd::Failover(_) => unreachable!("handled above"),
         };
         let report = match self {
             BenchCmd::Produce(ref a) => produce(a).await?,
             BenchCmd::Consume(ref a) => consume(a).await?,
             BenchCmd::E2e(ref a) => e2e(a).await?,
-            BenchCmd::Floor(_) => unreachable!("handled above"),
+            BenchCmd::Floor(_) | BenchCmd::Failover(_) => unreachable!("handled above"),
         };
         if args.json {
             println!("{}", serde_json::to_string(&report)?);

@@ -16,9 +16,12 @@
 //! - [`config`]: every flag and its validation.
 //! - [`http`], [`cli`], [`server`], [`bench`]: the HTTP front door, the client
 //!   commands, `sluice serve`, and the load generator.
+//! - [`bench_failover`]: `sluice bench failover`, failover, hand-off and WAL
+//!   recovery times on child `sluice serve` processes.
 //! - [`telemetry`]: logs and Prometheus metrics.
 pub mod api;
 pub mod bench;
+pub mod bench_failover;
 pub mod cli;
 pub mod cluster;
 pub mod config;
