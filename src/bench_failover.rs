@@ -48,6 +48,16 @@ pub enum Scenario {
     Recovery,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Victim {
+    /// The owner of partition `round % partitions`.
+    Owner,
+    /// The lease holder (the node that fences, takes over and places), stopped
+    /// with a partition it owns as the round's target.
+    LeaseHolder,
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct FailoverArgs {
     /// Scenarios to run, comma-separated.
@@ -67,6 +77,9 @@ pub struct FailoverArgs {
     /// Rounds of kill9 and of sigterm each; the stopped node is restarted between rounds.
     #[arg(long, env = "SLUICE_BENCH_FAILOVER_ROUNDS", default_value_t = 5)]
     pub rounds: usize,
+    /// Which node each round of kill9 and sigterm stops.
+    #[arg(long, env = "SLUICE_BENCH_FAILOVER_VICTIM", value_enum, default_value = "owner")]
+    pub victim: Victim,
     /// Background single-record appends per second (across partitions, through every live node)
     /// during kill9 and sigterm; each acknowledged one is read back at the end. 0 = none.
     #[arg(long, env = "SLUICE_BENCH_FAILOVER_RATE", default_value_t = 100)]
@@ -131,6 +144,7 @@ pub struct Settings {
     pub nodes: usize,
     pub partitions: u32,
     pub rounds: usize,
+    pub victim: Victim,
     pub load_rate: u64,
     pub heartbeat_interval_sec: u64,
     pub node_timeout_sec: u64,
@@ -741,15 +755,25 @@ async fn run_round(
     load: &Load,
     how: Stop,
     round: usize,
-    partitions: u32,
-    give_up: Duration,
+    args: &FailoverArgs,
 ) -> anyhow::Result<Round> {
+    let (partitions, victim_kind) = (args.partitions, args.victim);
+    let give_up = Duration::from_secs(args.give_up_sec);
     let client = cluster.client.clone();
     let any = cluster.nodes[0].url.clone();
     let owners = describe(&client, &any, TOPIC)
         .await
         .ok_or_else(|| anyhow::anyhow!("describing {TOPIC} failed"))?;
-    let target = (round % partitions as usize) as u32;
+    let holder = lease_holder(&client, &any).await;
+    // The round's partition: by round, or the first the lease holder owns.
+    let by_round = (round % partitions as usize) as u32;
+    let target = match (victim_kind, &holder) {
+        (Victim::LeaseHolder, Some(h)) => owners
+            .iter()
+            .position(|(o, _)| o.as_deref() == Some(h.as_str()))
+            .map_or(by_round, |p| p as u32),
+        _ => by_round,
+    };
     let victim_id = owners[target as usize]
         .0
         .clone()
@@ -761,7 +785,7 @@ async fn run_round(
         .filter(|(_, (o, _))| o.as_deref() == Some(victim_id.as_str()))
         .map(|(p, _)| p as u32)
         .collect();
-    let held_lease = lease_holder(&client, &any).await.as_deref() == Some(victim_id.as_str());
+    let held_lease = holder.as_deref() == Some(victim_id.as_str());
     let survivors: Vec<String> = cluster
         .nodes
         .iter()
@@ -1265,6 +1289,7 @@ pub async fn run(args: &FailoverArgs) -> anyhow::Result<()> {
         nodes: args.nodes,
         partitions: args.partitions,
         rounds: args.rounds,
+        victim: args.victim,
         load_rate: args.rate,
         heartbeat_interval_sec: serve.heartbeat_interval_sec,
         node_timeout_sec: serve.node_timeout_sec,
@@ -1332,13 +1357,12 @@ async fn scenarios(
             args.rate,
         );
         tokio::time::sleep(Duration::from_secs(1)).await;
-        let give_up = Duration::from_secs(args.give_up_sec);
         for how in events {
             let name = if how == Stop::Kill9 { "kill9" } else { "sigterm" };
             eprintln!("[failover] scenario {name}: {} rounds", args.rounds);
             let mut rounds = Vec::new();
             for r in 0..args.rounds {
-                rounds.push(run_round(&mut cluster, &load, how, r, args.partitions, give_up).await?);
+                rounds.push(run_round(&mut cluster, &load, how, r, args).await?);
             }
             let e = event_report(rounds);
             match how {
