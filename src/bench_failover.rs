@@ -187,10 +187,12 @@ impl Summary {
 #[derive(Debug, Clone, Serialize)]
 pub struct EventReport {
     pub rounds: Vec<Round>,
-    /// Event → first successful append to the round's target partition.
+    /// Event → first successful append to the round's target partition on its new owner.
     pub target_ms: Summary,
-    /// Event → every partition the stopped node owned has taken an append.
+    /// Event → every partition the stopped node owned has taken an append on its new owner.
     pub all_partitions_ms: Summary,
+    /// Per round, the longest time one of those partitions took no append.
+    pub unavailable_ms: Summary,
     /// Partitions that took no append within --give-up-sec.
     pub gave_up: usize,
 }
@@ -206,6 +208,13 @@ pub struct Round {
     pub partitions_ms: BTreeMap<u32, Option<f64>>,
     pub target_ms: Option<f64>,
     pub all_partitions_ms: Option<f64>,
+    /// Event → the last append the stopped node itself acknowledged, per partition where it
+    /// acknowledged one after the event (a clean shutdown serves until it releases a stream).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub old_owner_last_ms: BTreeMap<u32, f64>,
+    /// Longest time one of its partitions took no append: from the event or from the stopped
+    /// node's last acknowledged append, to the new owner's first.
+    pub unavailable_ms: Option<f64>,
     /// SIGTERM → process exit (sigterm only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub exit_ms: Option<f64>,
@@ -726,28 +735,58 @@ enum Stop {
     Sigterm,
 }
 
-/// Time from `since` to the first acknowledged append to `p`, trying the
-/// survivors in turn.
-async fn time_to_append(
+/// What a probe of one partition saw after the event.
+struct Probe {
+    /// Event → the first acknowledged append served by a new owner.
+    new_owner_ms: Option<f64>,
+    /// Event → the last append the stopped node still acknowledged (a node
+    /// shutting down cleanly serves until it releases the stream).
+    old_owner_last_ms: Option<f64>,
+    /// Every acknowledged probe record: (offset, value).
+    acked: Vec<(u64, String)>,
+}
+
+/// Append to `p` through the survivors in turn until an append is
+/// acknowledged and, right after it, the survivor names an owner other than
+/// `stopped`: then that append was served by the new owner.
+async fn probe_partition(
     client: reqwest::Client,
     survivors: Vec<String>,
+    stopped: String,
     p: u32,
     tag: String,
     since: Instant,
     give_up: Duration,
-) -> Option<(f64, u64, String)> {
+) -> Probe {
+    let mut probe = Probe {
+        new_owner_ms: None,
+        old_owner_last_ms: None,
+        acked: Vec::new(),
+    };
     for attempt in 0usize.. {
         let url = &survivors[attempt % survivors.len()];
         let value = format!("{tag}-a{attempt}");
         if let Some(offset) = append_one(&client, url, TOPIC, p, &value).await {
-            return Some((ms(since.elapsed()), offset, value));
+            let t = ms(since.elapsed());
+            probe.acked.push((offset, value));
+            let owner = describe(&client, url, TOPIC)
+                .await
+                .and_then(|d| d.get(p as usize).and_then(|(o, _)| o.clone()));
+            match owner {
+                Some(o) if o != stopped => {
+                    probe.new_owner_ms = Some(t);
+                    return probe;
+                }
+                Some(_) => probe.old_owner_last_ms = Some(t),
+                None => {} // owner unknown for now: try again
+            }
         }
         if since.elapsed() > give_up {
-            return None;
+            return probe;
         }
         tokio::time::sleep(PROBE_PAUSE).await;
     }
-    None
+    probe
 }
 
 async fn run_round(
@@ -817,9 +856,10 @@ async fn run_round(
         .iter()
         .map(|&p| {
             let tag = format!("{}-r{round}-p{p}", if how == Stop::Kill9 { "kill9" } else { "sigterm" });
-            tokio::spawn(time_to_append(
+            tokio::spawn(probe_partition(
                 client.clone(),
                 survivors.clone(),
+                victim_id.clone(),
                 p,
                 tag,
                 started,
@@ -828,13 +868,24 @@ async fn run_round(
         })
         .collect();
     let mut partitions_ms = BTreeMap::new();
+    let mut old_owner_last_ms = BTreeMap::new();
     for (p, probe) in owned.iter().zip(probes) {
-        let got = probe.await?;
-        if let Some((_, offset, value)) = &got {
-            load.record(*p, *offset, value.clone());
+        let probe = probe.await?;
+        for (offset, value) in probe.acked {
+            load.record(*p, offset, value);
         }
-        partitions_ms.insert(*p, got.map(|(t, _, _)| t));
+        partitions_ms.insert(*p, probe.new_owner_ms);
+        if let Some(t) = probe.old_owner_last_ms {
+            old_owner_last_ms.insert(*p, t);
+        }
     }
+    // The longest time a partition took no append: from the event, or from
+    // the stopped node's last acknowledged append after it.
+    let unavailable_ms = partitions_ms
+        .iter()
+        .map(|(p, t)| t.map(|t| t - old_owner_last_ms.get(p).copied().unwrap_or(0.0)))
+        .collect::<Option<Vec<f64>>>()
+        .map(|v| v.into_iter().fold(0.0, f64::max));
     let (exit_ms, exit_code) = match exited {
         Some(task) => {
             let (t, code) = task.await?;
@@ -851,6 +902,8 @@ async fn run_round(
         target_ms: partitions_ms.get(&target).copied().flatten(),
         all_partitions_ms: all.map(|v| v.into_iter().fold(0.0, f64::max)),
         partitions_ms,
+        old_owner_last_ms,
+        unavailable_ms,
         exit_ms,
         exit_code,
     };
@@ -894,6 +947,7 @@ fn event_report(rounds: Vec<Round>) -> EventReport {
     EventReport {
         target_ms: Summary::of(rounds.iter().filter_map(|r| r.target_ms)),
         all_partitions_ms: Summary::of(rounds.iter().filter_map(|r| r.all_partitions_ms)),
+        unavailable_ms: Summary::of(rounds.iter().filter_map(|r| r.unavailable_ms)),
         gave_up: rounds
             .iter()
             .map(|r| r.partitions_ms.values().filter(|t| t.is_none()).count())
@@ -1407,34 +1461,37 @@ fn render(r: &FailoverReport) -> String {
         let Some(e) = e else { continue };
         let _ = writeln!(
             out,
-            "\n{name} of a partition's owner ({} nodes, {} partitions); time to the first acknowledged append through a survivor:",
+            "\n{name} of a partition's owner ({} nodes, {} partitions); time to the first append acknowledged by the new owner, through a survivor:",
             s.nodes, s.partitions
         );
         let _ = writeln!(
             out,
-            "{:>5}  {:<6} {:<5}  {:>9}  {:>9}  {:>13}  {:>9}",
-            "round", "node", "lease", "partition", "its time", "all its parts", "exited"
+            "{:>5}  {:<6} {:<5}  {:>9}  {:>9}  {:>13}  {:>11}  {:>9}",
+            "round", "node", "lease", "partition", "its time", "all its parts", "unavailable", "exited"
         );
         for rd in &e.rounds {
             let _ = writeln!(
                 out,
-                "{:>5}  {:<6} {:<5}  {:>9}  {:>9}  {:>13}  {:>9}",
+                "{:>5}  {:<6} {:<5}  {:>9}  {:>9}  {:>13}  {:>11}  {:>9}",
                 rd.round + 1,
                 rd.node,
                 if rd.node_held_lease { "yes" } else { "no" },
                 rd.target_partition,
                 fmt_ms(rd.target_ms),
                 format!("{} ({})", fmt_ms(rd.all_partitions_ms), rd.partitions_ms.len()),
+                fmt_ms(rd.unavailable_ms),
                 rd.exit_ms.map_or("-".into(), |t| format!("{:.2} s", t / 1000.0)),
             );
         }
         let _ = writeln!(
             out,
-            "partition: p50 {:.2} s, max {:.2} s; all its partitions: p50 {:.2} s, max {:.2} s; gave up on {}",
+            "partition: p50 {:.2} s, max {:.2} s; all its partitions: p50 {:.2} s, max {:.2} s; unavailable: p50 {:.2} s, max {:.2} s; gave up on {}",
             e.target_ms.p50_ms / 1000.0,
             e.target_ms.max_ms / 1000.0,
             e.all_partitions_ms.p50_ms / 1000.0,
             e.all_partitions_ms.max_ms / 1000.0,
+            e.unavailable_ms.p50_ms / 1000.0,
+            e.unavailable_ms.max_ms / 1000.0,
             e.gave_up
         );
     }
