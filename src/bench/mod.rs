@@ -32,6 +32,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
+pub mod failover;
 mod floor;
 mod http;
 mod kafka;
@@ -56,6 +57,8 @@ pub enum BenchCmd {
     /// The floor: bare create-if-absent PUTs of one size to a store, the
     /// least any acknowledged append can cost.
     Floor(FloorArgs),
+    /// Failover, clean hand-off and WAL recovery times on a cluster of child `sluice serve` processes.
+    Failover(failover::FailoverArgs),
 }
 
 #[derive(Debug, Clone, Args)]
@@ -215,9 +218,12 @@ impl BenchCmd {
         if let BenchCmd::Floor(f) = &self {
             return floor::floor(f).await;
         }
+        if let BenchCmd::Failover(f) = &self {
+            return failover::run(f).await;
+        }
         let json = match &self {
             BenchCmd::Produce(a) | BenchCmd::Consume(a) | BenchCmd::E2e(a) => a.json,
-            BenchCmd::Floor(_) => unreachable!("handled above"),
+            BenchCmd::Floor(_) | BenchCmd::Failover(_) => unreachable!("handled above"),
         };
         let report = self.report().await?;
         if json {
@@ -234,7 +240,7 @@ impl BenchCmd {
             BenchCmd::Produce(a) => ("produce", a),
             BenchCmd::Consume(a) => ("consume", a),
             BenchCmd::E2e(a) => ("e2e", a),
-            BenchCmd::Floor(_) => anyhow::bail!("bench floor has no load report"),
+            BenchCmd::Floor(_) | BenchCmd::Failover(_) => anyhow::bail!("bench floor and failover have no load report"),
         };
         args.validate(command)?;
         LazyLock::force(&EPOCH);
@@ -443,7 +449,7 @@ mod tests {
         argv.extend_from_slice(args);
         match Cli::try_parse_from(argv).unwrap().cmd {
             BenchCmd::Produce(a) | BenchCmd::Consume(a) | BenchCmd::E2e(a) => a,
-            BenchCmd::Floor(_) => panic!("not a load"),
+            BenchCmd::Floor(_) | BenchCmd::Failover(_) => panic!("not a load"),
         }
     }
 
