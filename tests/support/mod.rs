@@ -51,6 +51,7 @@ pub async fn eventually(timeout: Duration, mut f: impl FnMut() -> bool) -> bool 
     f()
 }
 
+pub mod history;
 pub mod http;
 pub mod process;
 
