@@ -41,7 +41,10 @@ async fn round_trip(s: &mut TcpStream, msg: &[u8], within: Duration) -> Option<V
 async fn the_proxy_passes_blackholes_and_refuses() {
     let proxy = FaultProxy::start(echo_server().await).await.unwrap();
     let mut s = TcpStream::connect(proxy.addr).await.unwrap();
-    assert_eq!(round_trip(&mut s, b"one", Duration::from_secs(5)).await.unwrap(), b"one");
+    assert_eq!(
+        round_trip(&mut s, b"one", Duration::from_secs(5)).await.unwrap(),
+        b"one"
+    );
 
     // A blackhole stalls the open connection and new ones...
     proxy.set(Mode::Blackhole);
@@ -71,5 +74,8 @@ async fn the_proxy_passes_blackholes_and_refuses() {
     assert_eq!(round_trip(&mut refused, b"x", Duration::from_secs(5)).await, None);
     proxy.set(Mode::Pass);
     let mut again = TcpStream::connect(proxy.addr).await.unwrap();
-    assert_eq!(round_trip(&mut again, b"back", Duration::from_secs(5)).await.unwrap(), b"back");
+    assert_eq!(
+        round_trip(&mut again, b"back", Duration::from_secs(5)).await.unwrap(),
+        b"back"
+    );
 }

@@ -113,7 +113,12 @@ fn two_records_at_one_offset_are_caught_even_if_neither_was_acknowledged() {
     let report = h.check(&final_state(&[(0, &["b"])]));
     let conflicts = report.of_kind("conflict");
     assert_eq!(conflicts.len(), 1, "{report}");
-    let Anomaly::Conflict { partition, offset, values } = conflicts[0] else {
+    let Anomaly::Conflict {
+        partition,
+        offset,
+        values,
+    } = conflicts[0]
+    else {
         unreachable!()
     };
     assert_eq!((*partition, *offset), (0, 0));
@@ -336,7 +341,10 @@ fn the_report_says_what_happened() {
     let h = good_history();
     let report = h.check(&final_state(&[(0, &["a"]), (1, &["c", "k0", "k1", "k2"])]));
     let text = report.to_string();
-    assert!(text.contains("8 appends invoked: 5 acknowledged, 1 failed, 2 indeterminate"), "{text}");
+    assert!(
+        text.contains("8 appends invoked: 5 acknowledged, 1 failed, 2 indeterminate"),
+        "{text}"
+    );
     assert!(text.contains("read-lost: r (read #1) read \"b\" at 0@1"), "{text}");
     let dir = tempfile::tempdir().unwrap();
     h.dump(&dir.path().join("history.jsonl")).unwrap();

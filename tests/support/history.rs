@@ -86,9 +86,15 @@ pub enum Event {
         offset: u64,
     },
     /// Certainly had no effect.
-    Fail { op: OpId, why: String },
+    Fail {
+        op: OpId,
+        why: String,
+    },
     /// May or may not have had an effect.
-    Indeterminate { op: OpId, why: String },
+    Indeterminate {
+        op: OpId,
+        why: String,
+    },
     Read {
         client: String,
         partition: u32,
@@ -318,7 +324,10 @@ impl fmt::Display for Anomaly {
                 partition,
                 offset,
                 value,
-            } => write!(f, "{value:?} acknowledged at {partition}@{offset}, which the final state lacks"),
+            } => write!(
+                f,
+                "{value:?} acknowledged at {partition}@{offset}, which the final state lacks"
+            ),
             Anomaly::AckChanged {
                 partition,
                 offset,
@@ -385,7 +394,10 @@ impl fmt::Display for Anomaly {
                 offset,
                 value,
                 seen_by,
-            } => write!(f, "{value:?} at {partition}@{offset} (seen by {seen_by}) was never sent"),
+            } => write!(
+                f,
+                "{value:?} at {partition}@{offset} (seen by {seen_by}) was never sent"
+            ),
             Anomaly::Reordered {
                 session,
                 partition,
@@ -544,9 +556,10 @@ fn check(events: &[Event], sessions: &[Session], final_state: &FinalState) -> Re
         };
         match ops.get_mut(op) {
             None => out.push(Anomaly::Malformed(format!("an outcome for op {}, never invoked", op.0))),
-            Some(o) if o.outcome.is_some() => {
-                out.push(Anomaly::Malformed(format!("op {} ({:?}) has two outcomes", op.0, o.value)))
-            }
+            Some(o) if o.outcome.is_some() => out.push(Anomaly::Malformed(format!(
+                "op {} ({:?}) has two outcomes",
+                op.0, o.value
+            ))),
             Some(o) => {
                 if let (Outcome::Acked(p, _), Some(asked)) = (&outcome, o.partition) {
                     if *p != asked {
@@ -788,7 +801,10 @@ fn check(events: &[Event], sessions: &[Session], final_state: &FinalState) -> Re
             continue;
         }
         if let Some((Outcome::Acked(p, o), acked_at)) = &op.outcome {
-            acked.entry(*p).or_default().push((*o, op.invoked_at, *acked_at, &op.value));
+            acked
+                .entry(*p)
+                .or_default()
+                .push((*o, op.invoked_at, *acked_at, &op.value));
         }
     }
     for (p, mut list) in acked {
