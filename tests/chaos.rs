@@ -106,24 +106,47 @@ fn seed() -> u64 {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Fault {
     /// SIGKILL, restart after `down_ms`.
-    Kill9 { node: usize, down_ms: u64 },
+    Kill9 { node: Target, down_ms: u64 },
     /// SIGSTOP for the node timeout plus `extra_ms`; once the cluster has
     /// fenced it, SIGCONT: it must exit with code 3 by itself. Restart.
-    Pause { node: usize, extra_ms: u64 },
+    Pause { node: Target, extra_ms: u64 },
+    /// Like `Pause`, and `kill_after_ms` into the pause another node is
+    /// killed with SIGKILL and restarted after `down_ms`: two nodes out at once.
+    PauseAndKill {
+        node: Target,
+        extra_ms: u64,
+        killed: Target,
+        kill_after_ms: u64,
+        down_ms: u64,
+    },
+    /// SIGSTOP for `ms`, well under the node timeout: nobody is fenced.
+    Hiccup { node: Target, ms: u64 },
     /// SIGTERM: a clean shutdown, exit code 0; restart after `down_ms`.
-    Term { node: usize, down_ms: u64 },
+    Term { node: Target, down_ms: u64 },
     /// The node's connections to S3 and DynamoDB blackholed or refused for
     /// `ms`. Past the node timeout it is fenced and must exit with code 3.
-    NetCut { node: usize, ms: u64, mode: Mode },
+    NetCut { node: Target, ms: u64, mode: Mode },
     /// DynamoDB unreachable for every node for `ms`: nobody is fenced, and
     /// appends are still acknowledged.
     MetaOutage { ms: u64, mode: Mode },
+}
+
+/// Which node a fault hits, decided when it fires (the number is the node
+/// to fall back on when nobody matches): faults on nodes that own streams,
+/// or on the lease holder in the middle of its work, exercise the most.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    Node(usize),
+    OwnerOf(u32, usize),
+    LeaseHolder(usize),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Kill9,
     Pause,
+    PauseAndKill,
+    Hiccup,
     Term,
     NetCut,
     MetaOutage,
@@ -131,13 +154,11 @@ enum Kind {
 
 /// The whole schedule, drawn from the seed before the run: (quiet time
 /// before, fault). Every kind comes once first, in a seeded order, then
-/// kinds at random. The run takes as many as fit in the profile's time.
+/// kinds at random. A run takes at least one of each kind
+/// ([`kinds_count`]), then as many more as fit in the profile's time.
 fn schedule(seed: u64, profile: &Profile, proxied: bool) -> Vec<(Duration, Fault)> {
     let mut rng = SmallRng::seed_from_u64(seed);
-    let mut kinds = vec![Kind::Kill9, Kind::Pause, Kind::Term];
-    if proxied {
-        kinds.extend([Kind::NetCut, Kind::MetaOutage]);
-    }
+    let kinds = kinds(proxied);
     let mut first = kinds.clone();
     first.shuffle(&mut rng);
     let mut out = Vec::new();
@@ -146,7 +167,15 @@ fn schedule(seed: u64, profile: &Profile, proxied: bool) -> Vec<(Duration, Fault
             Some(k) => *k,
             None => kinds[rng.random_range(0..kinds.len())],
         };
-        let node = rng.random_range(0..NODES);
+        let mut target = || {
+            let fallback = rng.random_range(0..NODES);
+            match rng.random_range(0..4) {
+                0 | 1 => Target::OwnerOf(rng.random_range(0..PARTITIONS), fallback),
+                2 => Target::LeaseHolder(fallback),
+                _ => Target::Node(fallback),
+            }
+        };
+        let (node, other) = (target(), target());
         let mode = if rng.random_bool(0.5) {
             Mode::Blackhole
         } else {
@@ -160,6 +189,17 @@ fn schedule(seed: u64, profile: &Profile, proxied: bool) -> Vec<(Duration, Fault
             Kind::Pause => Fault::Pause {
                 node,
                 extra_ms: rng.random_range(1000..=5000),
+            },
+            Kind::PauseAndKill => Fault::PauseAndKill {
+                node,
+                extra_ms: rng.random_range(1000..=5000),
+                killed: other,
+                kill_after_ms: rng.random_range(0..=4000),
+                down_ms: rng.random_range(0..=3000),
+            },
+            Kind::Hiccup => Fault::Hiccup {
+                node,
+                ms: rng.random_range(300..=2000),
             },
             Kind::Term => Fault::Term {
                 node,
@@ -184,6 +224,18 @@ fn schedule(seed: u64, profile: &Profile, proxied: bool) -> Vec<(Duration, Fault
         out.push((gap, fault));
     }
     out
+}
+
+fn kinds(proxied: bool) -> Vec<Kind> {
+    let mut kinds = vec![Kind::Kill9, Kind::Pause, Kind::PauseAndKill, Kind::Hiccup, Kind::Term];
+    if proxied {
+        kinds.extend([Kind::NetCut, Kind::MetaOutage]);
+    }
+    kinds
+}
+
+fn kinds_count(proxied: bool) -> usize {
+    kinds(proxied).len()
 }
 
 /// What the clients share.
@@ -251,7 +303,11 @@ impl Cluster {
         })
         .await;
         match started {
-            Ok(server) => self.nodes[n] = Some(server),
+            Ok(server) => {
+                self.shared
+                    .log(format!("{} is up (pid {})", self.ids[n], server.child.id()));
+                self.nodes[n] = Some(server);
+            }
             Err(e) => self.fail(format!("{} did not start: {e}", self.ids[n])),
         }
     }
@@ -264,8 +320,13 @@ impl Cluster {
     /// Act as a supervisor for every node but `except`: restart any that
     /// exited; a code other than 3 (fenced) is a failure.
     async fn supervise(&mut self, except: Option<usize>) {
+        let except: Vec<usize> = except.into_iter().collect();
+        self.supervise_except(&except).await
+    }
+
+    async fn supervise_except(&mut self, except: &[usize]) {
         for n in 0..NODES {
-            if Some(n) == except {
+            if except.contains(&n) {
                 continue;
             }
             let Some(server) = self.nodes[n].as_mut() else { continue };
@@ -334,6 +395,36 @@ impl Cluster {
             .iter()
             .find(|r| r["node_id"] == self.ids[n].as_str())?;
         Some((row["epoch"].as_u64()?, row["fenced"].as_bool()?))
+    }
+
+    /// The node `t` names now; never `avoid`.
+    async fn resolve(&self, t: Target, avoid: Option<usize>) -> usize {
+        let index = |id: &str| self.ids.iter().position(|i| i == id);
+        let (found, fallback) = match t {
+            Target::Node(n) => (Some(n), n),
+            Target::OwnerOf(p, n) => {
+                let mut owner = None;
+                for from in 0..NODES {
+                    if avoid == Some(from) || self.nodes[from].is_none() {
+                        continue;
+                    }
+                    if let Some(d) = self.get_json(from, &format!("/v1/topics/{TOPIC}")).await {
+                        owner = d["partition_info"][p as usize]["owner"].as_str().and_then(index);
+                        break;
+                    }
+                }
+                (owner, n)
+            }
+            Target::LeaseHolder(n) => {
+                let admin = self.admin_nodes(avoid).await;
+                (admin.and_then(|a| a["lease_holder"].as_str().and_then(index)), n)
+            }
+        };
+        match found.filter(|n| Some(*n) != avoid) {
+            Some(n) => n,
+            None if Some(fallback) != avoid => fallback,
+            None => (fallback + 1) % NODES,
+        }
     }
 
     /// A line about node `n`: what it owns, and whether it holds the lease.
@@ -421,10 +512,65 @@ impl Cluster {
         self.start(n).await;
     }
 
+    /// SIGSTOP node `node` past the node timeout; optionally kill -9 another
+    /// (`killed`, after `kill_after_ms`, restarted after `down_ms`) meanwhile.
+    /// Once the cluster has fenced it, SIGCONT: it must exit with code 3.
+    async fn pause(&mut self, node: usize, extra_ms: u64, kill: Option<(usize, u64, u64)>) {
+        let started = Instant::now();
+        let Some(pid) = self.pid(node) else { return };
+        let Some((epoch, _)) = self.registration(node, Some(node)).await else {
+            self.fail(format!("no registration of {} before pausing it", self.ids[node]));
+            return;
+        };
+        let pause = NODE_TIMEOUT + Duration::from_millis(extra_ms);
+        self.shared.log(format!(
+            "SIGSTOP {} (epoch {epoch}) for {:.1}s: {}",
+            self.ids[node],
+            pause.as_secs_f64(),
+            self.describe(node).await
+        ));
+        unsafe { libc::kill(pid, libc::SIGSTOP) };
+        if let Some((killed, after, down)) = kill {
+            self.idle(Duration::from_millis(after), Some(node)).await;
+            self.shared.log(format!(
+                "kill -9 {} while {} is paused: {}",
+                self.ids[killed],
+                self.ids[node],
+                self.describe(killed).await
+            ));
+            if let Some(s) = self.nodes[killed].as_mut() {
+                s.kill9();
+            }
+            let down_until = Instant::now() + Duration::from_millis(down);
+            while Instant::now() < down_until {
+                self.supervise_except(&[node, killed]).await;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            self.start(killed).await;
+        }
+        if let Some(rest) = pause.checked_sub(started.elapsed()) {
+            self.idle(rest, Some(node)).await;
+        }
+        let fenced = self.wait_fenced(node, epoch, Duration::from_secs(30)).await;
+        self.shared.log(format!(
+            "SIGCONT {} ({} by the cluster after {:.1}s)",
+            self.ids[node],
+            if fenced { "fenced" } else { "NOT fenced" },
+            started.elapsed().as_secs_f64()
+        ));
+        if !fenced {
+            self.fail(format!("SIGSTOP: {} was not fenced within 30 s", self.ids[node]));
+        }
+        unsafe { libc::kill(pid, libc::SIGCONT) };
+        self.expect_fenced_exit(node, Duration::from_secs(20), "SIGSTOP past the node timeout")
+            .await;
+    }
+
     async fn run(&mut self, fault: Fault) {
         let started = Instant::now();
         match fault {
             Fault::Kill9 { node, down_ms } => {
+                let node = self.resolve(node, None).await;
                 *self.faults.entry("kill -9").or_default() += 1;
                 self.shared
                     .log(format!("kill -9 {}: {}", self.ids[node], self.describe(node).await));
@@ -435,6 +581,7 @@ impl Cluster {
                 self.start(node).await;
             }
             Fault::Term { node, down_ms } => {
+                let node = self.resolve(node, None).await;
                 *self.faults.entry("SIGTERM").or_default() += 1;
                 self.shared
                     .log(format!("SIGTERM {}: {}", self.ids[node], self.describe(node).await));
@@ -464,36 +611,54 @@ impl Cluster {
                 self.start(node).await;
             }
             Fault::Pause { node, extra_ms } => {
+                let node = self.resolve(node, None).await;
                 *self.faults.entry("SIGSTOP").or_default() += 1;
+                self.pause(node, extra_ms, None).await;
+            }
+            Fault::PauseAndKill {
+                node,
+                extra_ms,
+                killed,
+                kill_after_ms,
+                down_ms,
+            } => {
+                *self.faults.entry("SIGSTOP + kill -9").or_default() += 1;
+                let node = self.resolve(node, None).await;
+                let killed = self.resolve(killed, Some(node)).await;
+                self.pause(node, extra_ms, Some((killed, kill_after_ms, down_ms))).await;
+            }
+            Fault::Hiccup { node, ms } => {
+                let node = self.resolve(node, None).await;
+                *self.faults.entry("short SIGSTOP").or_default() += 1;
                 let Some(pid) = self.pid(node) else { return };
-                let Some((epoch, _)) = self.registration(node, Some(node)).await else {
-                    self.fail(format!("no registration of {} before pausing it", self.ids[node]));
-                    return;
-                };
+                let before = self.registration(node, Some(node)).await;
                 self.shared.log(format!(
-                    "SIGSTOP {} (epoch {epoch}) for {:.1}s: {}",
+                    "SIGSTOP {} for {:.1}s (under the node timeout): {}",
                     self.ids[node],
-                    (NODE_TIMEOUT + Duration::from_millis(extra_ms)).as_secs_f64(),
+                    ms as f64 / 1000.0,
                     self.describe(node).await
                 ));
                 unsafe { libc::kill(pid, libc::SIGSTOP) };
-                self.idle(NODE_TIMEOUT + Duration::from_millis(extra_ms), Some(node))
-                    .await;
-                let fenced = self.wait_fenced(node, epoch, Duration::from_secs(30)).await;
-                self.shared.log(format!(
-                    "SIGCONT {} ({} by the cluster after {:.1}s)",
-                    self.ids[node],
-                    if fenced { "fenced" } else { "NOT fenced" },
-                    started.elapsed().as_secs_f64()
-                ));
-                if !fenced {
-                    self.fail(format!("SIGSTOP: {} was not fenced within 30 s", self.ids[node]));
-                }
+                self.idle(Duration::from_millis(ms), Some(node)).await;
                 unsafe { libc::kill(pid, libc::SIGCONT) };
-                self.expect_fenced_exit(node, Duration::from_secs(20), "SIGSTOP past the node timeout")
-                    .await;
+                self.idle(Duration::from_secs(2), Some(node)).await;
+                let after = self.registration(node, Some(node)).await;
+                let exited = self.nodes[node]
+                    .as_mut()
+                    .and_then(|s| s.child.try_wait().ok().flatten());
+                if exited.is_some()
+                    || after.is_none_or(|(_, fenced)| fenced)
+                    || after.map(|a| a.0) != before.map(|b| b.0)
+                {
+                    self.fail(format!(
+                        "a {ms} ms pause fenced {}: {before:?} before, {after:?} after, exit {exited:?}",
+                        self.ids[node]
+                    ));
+                    self.supervise(None).await;
+                }
             }
             Fault::NetCut { node, ms, mode } => {
+                let node = self.resolve(node, None).await;
                 *self.faults.entry("network cut").or_default() += 1;
                 let before = self.registration(node, Some(node)).await;
                 self.shared.log(format!(
@@ -610,23 +775,27 @@ async fn http_producer(id: usize, shared: Arc<Shared>, seed: u64, rate: f64) {
                 .await;
             let outcome: Result<u64, (bool, String)> = match sent {
                 Err(e) if e.is_connect() => Err((true, format!("connect: {e}"))),
-                Err(e) => Err((false, format!("{e}"))),
+                Err(e) if e.is_timeout() => Err((false, format!("timeout: {e}"))),
+                Err(e) => Err((false, format!("transport: {e}"))),
                 Ok(r) => {
                     let status = r.status().as_u16();
                     let body: Value = r.json().await.unwrap_or(Value::Null);
                     match status {
                         200 => body["base_offset"]
                             .as_u64()
-                            .ok_or_else(|| (false, format!("200 without base_offset: {body}"))),
-                        429 => Err((true, format!("429 {body}"))),
-                        503 => Err((false, format!("503 {}", body["error"]["message"]))),
+                            .ok_or_else(|| (false, format!("200: no base_offset in {body}"))),
+                        429 => Err((true, format!("429: {body}"))),
+                        503 => Err((
+                            false,
+                            format!("503 {}", body["error"]["message"].as_str().unwrap_or("?")),
+                        )),
                         _ => {
                             shared
                                 .bad_answers
                                 .lock()
                                 .unwrap()
                                 .push(format!("append to {p} via node {node}: {status} {body}"));
-                            Err((status < 500, format!("{status} {body}")))
+                            Err((status < 500, format!("{status}: {body}")))
                         }
                     }
                 }
@@ -1047,12 +1216,13 @@ async fn chaos(stores: Stores) {
     let chaos_started = Instant::now();
     for (i, (gap, fault)) in schedule(seed, &profile, proxied).into_iter().enumerate() {
         cluster.idle(gap, None).await;
-        if chaos_started.elapsed() >= profile.chaos {
+        if chaos_started.elapsed() >= profile.chaos && i >= kinds_count(proxied) {
             break;
         }
         shared.log(format!("fault #{}: {fault:?}", i + 1));
         cluster.run(fault).await;
     }
+    let chaos_time = chaos_started.elapsed();
     shared.log(format!(
         "faults over: {:?}; stopping the clients ({} HTTP records acknowledged)",
         cluster.faults,
@@ -1153,7 +1323,7 @@ async fn chaos(stores: Stores) {
         "chaos ({variant}) summary: profile {}, seed {seed}, {:.0}s under faults, faults {:?}; \
          {} unexpected fenced exits; kafka {:?}\n{report}",
         profile.name,
-        chaos_started.elapsed().as_secs_f64(),
+        chaos_time.as_secs_f64(),
         cluster.faults,
         fenced_exits,
         kafka,
@@ -1212,25 +1382,56 @@ fn the_schedule_is_a_function_of_the_seed_and_starts_with_every_kind() {
     let p = profile();
     assert_eq!(schedule(7, &p, true), schedule(7, &p, true));
     assert_ne!(schedule(7, &p, true), schedule(8, &p, true));
-    let first: Vec<_> = schedule(7, &p, true)
-        .iter()
-        .take(5)
-        .map(|(_, f)| std::mem::discriminant(f))
-        .collect();
+    let kinds = |proxied: bool, n: usize| -> Vec<std::mem::Discriminant<Fault>> {
+        schedule(7, &p, proxied)
+            .iter()
+            .take(n)
+            .map(|(_, f)| std::mem::discriminant(f))
+            .collect()
+    };
+    let (embedded, proxied) = (kinds(false, 5), kinds(true, 7));
+    let cut = Fault::NetCut {
+        node: Target::Node(0),
+        ms: 0,
+        mode: Mode::Pass,
+    };
+    let outage = Fault::MetaOutage {
+        ms: 0,
+        mode: Mode::Pass,
+    };
     for f in [
-        Fault::Kill9 { node: 0, down_ms: 0 },
-        Fault::Pause { node: 0, extra_ms: 0 },
-        Fault::Term { node: 0, down_ms: 0 },
-        Fault::NetCut {
-            node: 0,
-            ms: 0,
-            mode: Mode::Pass,
+        Fault::Kill9 {
+            node: Target::Node(0),
+            down_ms: 0,
         },
-        Fault::MetaOutage {
+        Fault::Pause {
+            node: Target::Node(0),
+            extra_ms: 0,
+        },
+        Fault::PauseAndKill {
+            node: Target::Node(0),
+            extra_ms: 0,
+            killed: Target::Node(1),
+            kill_after_ms: 0,
+            down_ms: 0,
+        },
+        Fault::Hiccup {
+            node: Target::Node(0),
             ms: 0,
-            mode: Mode::Pass,
+        },
+        Fault::Term {
+            node: Target::Node(0),
+            down_ms: 0,
         },
     ] {
-        assert!(first.contains(&std::mem::discriminant(&f)), "{f:?} missing");
+        assert!(embedded.contains(&std::mem::discriminant(&f)), "{f:?} missing");
+        assert!(proxied.contains(&std::mem::discriminant(&f)), "{f:?} missing");
+    }
+    for f in [cut, outage] {
+        assert!(proxied.contains(&std::mem::discriminant(&f)), "{f:?} missing");
+        assert!(
+            !kinds(false, 1000).contains(&std::mem::discriminant(&f)),
+            "{f:?} without proxies"
+        );
     }
 }

@@ -60,6 +60,7 @@ fn a_good_history_passes() {
     let s = &report.stats;
     assert_eq!((s.invoked, s.acked, s.failed, s.indeterminate), (8, 5, 1, 2));
     assert_eq!(s.indeterminate_stored, 1);
+    assert_eq!(s.indeterminate_stored_by.get("timeout"), Some(&1));
     assert_eq!((s.reads, s.records_read, s.final_records), (2, 3, 6));
 }
 

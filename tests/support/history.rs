@@ -432,6 +432,9 @@ pub struct Stats {
     pub indeterminate: u64,
     /// Indeterminate ops whose record is in the final state.
     pub indeterminate_stored: u64,
+    /// The same, by the reason's class: its text up to the first `:`
+    /// (say `503` or `timeout`). Says which failures are in fact determinate.
+    pub indeterminate_stored_by: BTreeMap<String, u64>,
     pub reads: u64,
     pub records_read: u64,
     pub final_records: u64,
@@ -483,6 +486,13 @@ impl fmt::Display for Report {
             s.final_records,
             s.allowed_duplicates
         )?;
+        if !s.indeterminate_stored_by.is_empty() {
+            writeln!(
+                f,
+                "indeterminate and stored, by reason: {:?}",
+                s.indeterminate_stored_by
+            )?;
+        }
         if self.anomalies.is_empty() {
             return writeln!(f, "no anomalies");
         }
@@ -515,7 +525,7 @@ struct Op {
 enum Outcome {
     Acked(u32, u64),
     Failed(String),
-    Indeterminate,
+    Indeterminate(String),
 }
 
 fn check(events: &[Event], sessions: &[Session], final_state: &FinalState) -> Report {
@@ -551,7 +561,7 @@ fn check(events: &[Event], sessions: &[Session], final_state: &FinalState) -> Re
             }
             Event::Ack { op, partition, offset } => (op, Outcome::Acked(*partition, *offset)),
             Event::Fail { op, why } => (op, Outcome::Failed(why.clone())),
-            Event::Indeterminate { op, .. } => (op, Outcome::Indeterminate),
+            Event::Indeterminate { op, why } => (op, Outcome::Indeterminate(why.clone())),
             Event::Read { .. } => continue,
         };
         match ops.get_mut(op) {
@@ -655,10 +665,15 @@ fn check(events: &[Event], sessions: &[Session], final_state: &FinalState) -> Re
                     });
                 }
             }
-            Some((Outcome::Indeterminate, _)) | None => {
+            Some((Outcome::Indeterminate(_), _)) | None => {
                 stats.indeterminate += 1;
                 if final_where.contains_key(op.value.as_str()) {
                     stats.indeterminate_stored += 1;
+                    let why = match &op.outcome {
+                        Some((Outcome::Indeterminate(why), _)) => why.split(':').next().unwrap_or("").trim(),
+                        _ => "no outcome",
+                    };
+                    *stats.indeterminate_stored_by.entry(why.to_string()).or_default() += 1;
                 }
             }
         }
