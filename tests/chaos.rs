@@ -14,6 +14,7 @@
 //!   40 s of faults, `long` ten minutes;
 //! - `SLUICE_CHAOS_SECS=N`: override the time under faults;
 //! - `SLUICE_CHAOS_SEED=N`: the schedule's seed (default: random; printed);
+//! - `SLUICE_CHAOS_KEEP=1`: keep the run's directory even when it passes;
 //! - `SLUICE_TEST_S3_ENDPOINT`, `SLUICE_TEST_DYNAMODB_ENDPOINT` (and the AWS
 //!   variables of `scripts/services.sh`): run the S3 + DynamoDB variant too.
 //!
@@ -76,7 +77,7 @@ fn profile() -> Profile {
             http_rate: 15.0,
             readers: 2,
             kafka_rate: 100,
-            gap_ms: (1500, 4000),
+            gap_ms: (1000, 2500),
         },
         "long" => Profile {
             name,
@@ -107,6 +108,14 @@ fn seed() -> u64 {
 enum Fault {
     /// SIGKILL, restart after `down_ms`.
     Kill9 { node: Target, down_ms: u64 },
+    /// kill -9, restart at once, and kill -9 again `again_ms` after it is
+    /// ready, while it may still be taking over its previous incarnation's
+    /// WAL; restart after `down_ms`.
+    KillTwice { node: Target, again_ms: u64, down_ms: u64 },
+    /// kill -9 a node and, `after_ms` later (about when the lease holder
+    /// takes over its WAL), the lease holder too; both restart `down_ms`
+    /// after that. One node is left to do everything.
+    KillHolderInTakeover { node: Target, after_ms: u64, down_ms: u64 },
     /// SIGSTOP for the node timeout plus `extra_ms`; once the cluster has
     /// fenced it, SIGCONT: it must exit with code 3 by itself. Restart.
     Pause { node: Target, extra_ms: u64 },
@@ -144,6 +153,8 @@ enum Target {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Kill9,
+    KillTwice,
+    KillHolderInTakeover,
     Pause,
     PauseAndKill,
     Hiccup,
@@ -186,6 +197,16 @@ fn schedule(seed: u64, profile: &Profile, proxied: bool) -> Vec<(Duration, Fault
                 node,
                 down_ms: rng.random_range(0..=3000),
             },
+            Kind::KillTwice => Fault::KillTwice {
+                node,
+                again_ms: rng.random_range(0..=2000),
+                down_ms: rng.random_range(0..=2000),
+            },
+            Kind::KillHolderInTakeover => Fault::KillHolderInTakeover {
+                node,
+                after_ms: rng.random_range(3000..=7000),
+                down_ms: rng.random_range(0..=2000),
+            },
             Kind::Pause => Fault::Pause {
                 node,
                 extra_ms: rng.random_range(1000..=5000),
@@ -227,7 +248,15 @@ fn schedule(seed: u64, profile: &Profile, proxied: bool) -> Vec<(Duration, Fault
 }
 
 fn kinds(proxied: bool) -> Vec<Kind> {
-    let mut kinds = vec![Kind::Kill9, Kind::Pause, Kind::PauseAndKill, Kind::Hiccup, Kind::Term];
+    let mut kinds = vec![
+        Kind::Kill9,
+        Kind::KillTwice,
+        Kind::KillHolderInTakeover,
+        Kind::Pause,
+        Kind::PauseAndKill,
+        Kind::Hiccup,
+        Kind::Term,
+    ];
     if proxied {
         kinds.extend([Kind::NetCut, Kind::MetaOutage]);
     }
@@ -446,6 +475,12 @@ impl Cluster {
         format!("{} owns partitions {owned:?}; lease holder {holder}", self.ids[n])
     }
 
+    fn kill9(&mut self, n: usize) {
+        if let Some(s) = self.nodes[n].as_mut() {
+            s.kill9();
+        }
+    }
+
     fn pid(&self, n: usize) -> Option<i32> {
         self.nodes[n].as_ref().map(|s| s.child.id() as i32)
     }
@@ -574,10 +609,52 @@ impl Cluster {
                 *self.faults.entry("kill -9").or_default() += 1;
                 self.shared
                     .log(format!("kill -9 {}: {}", self.ids[node], self.describe(node).await));
-                if let Some(s) = self.nodes[node].as_mut() {
-                    s.kill9();
-                }
+                self.kill9(node);
                 self.idle(Duration::from_millis(down_ms), Some(node)).await;
+                self.start(node).await;
+            }
+            Fault::KillTwice {
+                node,
+                again_ms,
+                down_ms,
+            } => {
+                let node = self.resolve(node, None).await;
+                *self.faults.entry("kill -9 twice").or_default() += 1;
+                self.shared
+                    .log(format!("kill -9 {}: {}", self.ids[node], self.describe(node).await));
+                self.kill9(node);
+                self.start(node).await;
+                self.idle(Duration::from_millis(again_ms), Some(node)).await;
+                self.shared.log(format!("kill -9 {} again", self.ids[node]));
+                self.kill9(node);
+                self.idle(Duration::from_millis(down_ms), Some(node)).await;
+                self.start(node).await;
+            }
+            Fault::KillHolderInTakeover {
+                node,
+                after_ms,
+                down_ms,
+            } => {
+                let node = self.resolve(node, None).await;
+                *self.faults.entry("kill -9 + kill -9 of the lease holder").or_default() += 1;
+                self.shared
+                    .log(format!("kill -9 {}: {}", self.ids[node], self.describe(node).await));
+                self.kill9(node);
+                self.idle(Duration::from_millis(after_ms), Some(node)).await;
+                let holder = self.resolve(Target::LeaseHolder((node + 1) % NODES), Some(node)).await;
+                self.shared.log(format!(
+                    "kill -9 {} too, {:.1}s later: {}",
+                    self.ids[holder],
+                    after_ms as f64 / 1000.0,
+                    self.describe(holder).await
+                ));
+                self.kill9(holder);
+                let up_at = Instant::now() + Duration::from_millis(down_ms);
+                while Instant::now() < up_at {
+                    self.supervise_except(&[node, holder]).await;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                self.start(holder).await;
                 self.start(node).await;
             }
             Fault::Term { node, down_ms } => {
@@ -1349,6 +1426,13 @@ async fn chaos(stores: Stores) {
         }
     }
     drop(cluster);
+    if failures.is_empty() && std::env::var_os("SLUICE_CHAOS_KEEP").is_some() {
+        eprintln!(
+            "SLUICE_CHAOS_KEEP: node logs and history.jsonl kept in {}",
+            dir.keep().display()
+        );
+        return;
+    }
     if !failures.is_empty() {
         let kept = dir.keep();
         panic!(
@@ -1389,7 +1473,7 @@ fn the_schedule_is_a_function_of_the_seed_and_starts_with_every_kind() {
             .map(|(_, f)| std::mem::discriminant(f))
             .collect()
     };
-    let (embedded, proxied) = (kinds(false, 5), kinds(true, 7));
+    let (embedded, proxied) = (kinds(false, 7), kinds(true, 9));
     let cut = Fault::NetCut {
         node: Target::Node(0),
         ms: 0,

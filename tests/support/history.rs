@@ -42,7 +42,7 @@
 
 #![allow(dead_code)]
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::path::Path;
 use std::sync::Mutex;
@@ -528,6 +528,31 @@ enum Outcome {
     Indeterminate(String),
 }
 
+/// Who saw one value at one place: the first few, and how many in all
+/// (a long run has millions of observations).
+#[derive(Debug, Default)]
+struct Witnesses {
+    first: Vec<String>,
+    count: u64,
+}
+
+impl Witnesses {
+    fn add(&mut self, who: impl FnOnce() -> String) {
+        self.count += 1;
+        if self.first.len() < 3 {
+            self.first.push(who());
+        }
+    }
+
+    fn names(&self) -> Vec<String> {
+        let mut out = self.first.clone();
+        if self.count > out.len() as u64 {
+            out.push(format!("{} more", self.count - out.len() as u64));
+        }
+        out
+    }
+}
+
 fn check(events: &[Event], sessions: &[Session], final_state: &FinalState) -> Report {
     let mut out = Vec::new();
     let mut stats = Stats::default();
@@ -621,13 +646,13 @@ fn check(events: &[Event], sessions: &[Session], final_state: &FinalState) -> Re
     }
 
     // Everything anyone saw at each (partition, offset), and who saw it.
-    let mut seen: BTreeMap<(u32, u64), BTreeMap<&str, BTreeSet<String>>> = BTreeMap::new();
+    let mut seen: BTreeMap<(u32, u64), BTreeMap<&str, Witnesses>> = BTreeMap::new();
     for ((p, o), v) in &final_at {
         seen.entry((*p, *o))
             .or_default()
             .entry(v)
             .or_default()
-            .insert("the final read".into());
+            .add(|| "the final read".into());
     }
 
     // Acknowledged records are in the final state, unchanged.
@@ -639,7 +664,7 @@ fn check(events: &[Event], sessions: &[Session], final_state: &FinalState) -> Re
                     .or_default()
                     .entry(&op.value)
                     .or_default()
-                    .insert(format!("the ack to {}", op.client));
+                    .add(|| format!("the ack to {}", op.client));
                 match final_at.get(&(*p, *o)) {
                     None => out.push(Anomaly::AckLost {
                         partition: *p,
@@ -719,7 +744,7 @@ fn check(events: &[Event], sessions: &[Session], final_state: &FinalState) -> Re
                 .or_default()
                 .entry(v)
                 .or_default()
-                .insert(reader.clone());
+                .add(|| reader.clone());
             if !final_at.contains_key(&(*partition, *o)) {
                 out.push(Anomaly::ReadLost {
                     partition: *partition,
@@ -737,10 +762,7 @@ fn check(events: &[Event], sessions: &[Session], final_state: &FinalState) -> Re
             out.push(Anomaly::Conflict {
                 partition: *p,
                 offset: *o,
-                values: values
-                    .iter()
-                    .map(|(v, who)| (v.to_string(), who.iter().cloned().collect()))
-                    .collect(),
+                values: values.iter().map(|(v, who)| (v.to_string(), who.names())).collect(),
             });
         }
         for (v, who) in values {
@@ -749,7 +771,7 @@ fn check(events: &[Event], sessions: &[Session], final_state: &FinalState) -> Re
                     partition: *p,
                     offset: *o,
                     value: v.to_string(),
-                    seen_by: who.iter().cloned().collect::<Vec<_>>().join(", "),
+                    seen_by: who.names().join(", "),
                 });
             }
         }
