@@ -90,7 +90,13 @@ impl LocalStore {
         let mut removed = false;
         for entry in fs::read_dir(&tmp)? {
             let entry = entry?;
-            let meta = entry.metadata()?;
+            let meta = match entry.metadata() {
+                Ok(meta) => meta,
+                // Another process's put linked its temp file and removed it
+                // since we listed the directory.
+                Err(e) if e.kind() == ErrorKind::NotFound => continue,
+                Err(e) => return Err(e),
+            };
             let stale = meta
                 .modified()
                 .ok()
@@ -460,6 +466,49 @@ mod tests {
         assert!(!stale.exists(), "stale temp file survived open");
         assert!(live.exists(), "a fresh temp file of another process was removed");
         assert!(store.list("").await.unwrap().is_empty(), "temp files are never listed");
+    }
+
+    /// Regression (found by tests/chaos.rs): a node starting on a data dir
+    /// shared with running nodes failed with "No such file or directory"
+    /// when a temp file it listed was linked and removed by another
+    /// process's put before `open` looked at it.
+    #[test]
+    fn opening_a_root_while_others_write_to_it_succeeds() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = LocalStore::open(dir.path()).unwrap();
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let writers: Vec<_> = (0..3)
+            .map(|w| {
+                let (writer, stop) = (writer.clone(), stop.clone());
+                std::thread::spawn(move || {
+                    let mut i = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        writer.inner.put(&format!("wal/w{w}/{i:020}"), b"segment").unwrap();
+                        i += 1;
+                    }
+                })
+            })
+            .collect();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+        let mut opened = 0;
+        let mut failed = Vec::new();
+        while std::time::Instant::now() < deadline {
+            match LocalStore::open(dir.path()) {
+                Ok(_) => opened += 1,
+                Err(e) => failed.push(e.to_string()),
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        for w in writers {
+            w.join().unwrap();
+        }
+        assert!(
+            failed.is_empty(),
+            "{} of {} opens failed: {:?}",
+            failed.len(),
+            opened + failed.len(),
+            &failed[..1]
+        );
     }
 
     #[tokio::test]

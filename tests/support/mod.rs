@@ -51,8 +51,10 @@ pub async fn eventually(timeout: Duration, mut f: impl FnMut() -> bool) -> bool 
     f()
 }
 
+pub mod history;
 pub mod http;
 pub mod process;
+pub mod proxy;
 
 /// A real service's endpoint from the environment. Tests that need it skip
 /// when it is unset — and fail when `CI` is set, so CI cannot pass by
