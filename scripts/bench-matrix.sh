@@ -17,7 +17,8 @@
 #     consume of the 1 KiB saturation topic (HTTP and Kafka);
 #     Kafka produce, 1 KiB, acks=all, 4 partitions: unlimited, and a steady
 #       2000 records/s with linger 5 ms; e2e at the steady rate (Kafka) and
-#       for a lone HTTP client;
+#       for a lone HTTP client; memory under an HTTP overload (a 16 MiB
+#       buffer, 32 producers of 1 MB requests: 429s expected);
 #   S3 test server (radosgw, with DynamoDB Local for metadata), when
 #   SLUICE_TEST_S3_ENDPOINT and SLUICE_TEST_DYNAMODB_ENDPOINT are set (source
 #   .services/env after `scripts/services.sh up`), a smaller matrix: HTTP 1 KiB
@@ -92,12 +93,15 @@ stop() {
     rm -rf "$NODE_DIR"
 }
 
-# point BACKEND NAME FLOOR_STORE bench-args...: one report, labelled, appended.
+# point BACKEND NAME FLOOR_STORE bench-args...: one report, labelled, appended
+# (FLOOR_STORE "-": no floor, for reads).
 point() {
     local backend=$1 name=$2 floor=$3; shift 3
     echo "== $backend: $name" >&2
+    local floor_args=()
+    if [[ $floor != - ]]; then floor_args=(--floor-store "$floor" "${FLOOR_FLAGS[@]}"); fi
     "$BIN" bench "$@" --url "$URL" --bootstrap "$BOOTSTRAP" --duration-sec "$DUR" \
-        --floor-store "$floor" --server-pid "$PID" --json "${FLOOR_FLAGS[@]}" \
+        --server-pid "$PID" --json "${floor_args[@]}" \
         2> >(tail -n 1 >&2) |
         jq -c --arg backend "$backend" --arg name "$name" '. + {backend: $backend, point: $name}' >>"$RESULTS"
 }
@@ -122,9 +126,9 @@ embedded() {
         point embedded "HTTP $s saturation" "file://$NODE_DIR/data/floor" produce --mode http \
             --topic sat --partitions 4 --producers 16 --batch 100 --record-bytes "$size"
         if [[ $size == 1024 ]]; then
-            point embedded "HTTP consume (1 KiB saturation topic)" "file://$NODE_DIR/data/floor" consume \
+            point embedded "HTTP consume (1 KiB saturation topic)" - consume \
                 --mode http --topic sat --record-bytes "$size"
-            point embedded "Kafka consume (1 KiB saturation topic)" "file://$NODE_DIR/data/floor" consume \
+            point embedded "Kafka consume (1 KiB saturation topic)" - consume \
                 --mode kafka --topic sat --record-bytes "$size"
         fi
         stop
@@ -144,6 +148,14 @@ embedded() {
     start http-e2e
     point embedded "HTTP 1 KiB e2e lone client" "file://$NODE_DIR/data/floor" e2e --mode http \
         --topic e --partitions 1 --producers 1 --batch 1 --record-bytes 1024
+    stop
+    # Memory under overload: a small buffer, flushes only under pressure,
+    # and more than the node can take; expect 429s and a bounded RSS.
+    start overload --max-buffered-bytes 16777216 --max-request-bytes 1048576 \
+        --flush-interval-sec 3600 --flush-bytes 67108864
+    point embedded "HTTP 10 kB overload, 16 MiB buffer" \
+        "file://$NODE_DIR/data/floor" produce --mode http \
+        --topic mem --partitions 8 --producers 32 --batch 100 --record-bytes 10000
     stop
 }
 
