@@ -25,8 +25,10 @@
 #   lone / 16 clients / saturation, Kafka 1 KiB unlimited and steady.
 #
 # Every report goes to DIR/results.jsonl (default: a temp dir, printed);
-# scripts/bench-report.py then rewrites the generated section of
-# docs/benchmarks.md (between its marker comments) and docs/bench-latency.svg.
+# unless --no-docs, it is copied to docs/bench-matrix-results.jsonl (with
+# docs/bench-matrix-machine.json) and scripts/bench-report.py rewrites the
+# generated section of docs/benchmarks.md (between its marker comments) and
+# docs/bench-latency.svg from them.
 # SLUICE_BENCH_DURATION (or --duration) sets the seconds per point (default 5);
 # the whole matrix takes about 3 minutes at 5 s.
 set -euo pipefail
@@ -230,6 +232,9 @@ jq --arg load "$(cut -d' ' -f1-3 /proc/loadavg)" --argjson took $((SECONDS - STA
 mv "$OUT/machine.json.tmp" "$OUT/machine.json"
 echo "matrix took $((SECONDS - START)) s; reports in $RESULTS" >&2
 if [[ $DOCS == 1 ]]; then
-    python3 scripts/bench-report.py --results "$RESULTS" --machine "$OUT/machine.json" \
-        --doc docs/benchmarks.md --svg docs/bench-latency.svg
+    # The raw reports stay beside the doc, so it can be regenerated from them.
+    cp "$RESULTS" docs/bench-matrix-results.jsonl
+    cp "$OUT/machine.json" docs/bench-matrix-machine.json
+    python3 scripts/bench-report.py --results docs/bench-matrix-results.jsonl \
+        --machine docs/bench-matrix-machine.json --doc docs/benchmarks.md --svg docs/bench-latency.svg
 fi
