@@ -17,15 +17,18 @@
 #     consume of the 1 KiB saturation topic (HTTP and Kafka);
 #     Kafka produce, 1 KiB, acks=all, 4 partitions: unlimited, and a steady
 #       2000 records/s with linger 5 ms; e2e at the steady rate (Kafka) and
-#       for a lone HTTP client;
+#       for a lone HTTP client; memory under an HTTP overload (a 16 MiB
+#       buffer, 32 producers of 1 MB requests: 429s expected);
 #   S3 test server (radosgw, with DynamoDB Local for metadata), when
 #   SLUICE_TEST_S3_ENDPOINT and SLUICE_TEST_DYNAMODB_ENDPOINT are set (source
 #   .services/env after `scripts/services.sh up`), a smaller matrix: HTTP 1 KiB
 #   lone / 16 clients / saturation, Kafka 1 KiB unlimited and steady.
 #
 # Every report goes to DIR/results.jsonl (default: a temp dir, printed);
-# scripts/bench-report.py then rewrites the generated section of
-# docs/benchmarks.md (between its marker comments) and docs/bench-latency.svg.
+# unless --no-docs, it is copied to docs/bench-matrix-results.jsonl (with
+# docs/bench-matrix-machine.json) and scripts/bench-report.py rewrites the
+# generated section of docs/benchmarks.md (between its marker comments) and
+# docs/bench-latency.svg from them.
 # SLUICE_BENCH_DURATION (or --duration) sets the seconds per point (default 5);
 # the whole matrix takes about 3 minutes at 5 s.
 set -euo pipefail
@@ -92,12 +95,15 @@ stop() {
     rm -rf "$NODE_DIR"
 }
 
-# point BACKEND NAME FLOOR_STORE bench-args...: one report, labelled, appended.
+# point BACKEND NAME FLOOR_STORE bench-args...: one report, labelled, appended
+# (FLOOR_STORE "-": no floor, for reads).
 point() {
     local backend=$1 name=$2 floor=$3; shift 3
     echo "== $backend: $name" >&2
+    local floor_args=()
+    if [[ $floor != - ]]; then floor_args=(--floor-store "$floor" "${FLOOR_FLAGS[@]}"); fi
     "$BIN" bench "$@" --url "$URL" --bootstrap "$BOOTSTRAP" --duration-sec "$DUR" \
-        --floor-store "$floor" --server-pid "$PID" --json "${FLOOR_FLAGS[@]}" \
+        --server-pid "$PID" --json "${floor_args[@]}" \
         2> >(tail -n 1 >&2) |
         jq -c --arg backend "$backend" --arg name "$name" '. + {backend: $backend, point: $name}' >>"$RESULTS"
 }
@@ -122,9 +128,9 @@ embedded() {
         point embedded "HTTP $s saturation" "file://$NODE_DIR/data/floor" produce --mode http \
             --topic sat --partitions 4 --producers 16 --batch 100 --record-bytes "$size"
         if [[ $size == 1024 ]]; then
-            point embedded "HTTP consume (1 KiB saturation topic)" "file://$NODE_DIR/data/floor" consume \
+            point embedded "HTTP consume (1 KiB saturation topic)" - consume \
                 --mode http --topic sat --record-bytes "$size"
-            point embedded "Kafka consume (1 KiB saturation topic)" "file://$NODE_DIR/data/floor" consume \
+            point embedded "Kafka consume (1 KiB saturation topic)" - consume \
                 --mode kafka --topic sat --record-bytes "$size"
         fi
         stop
@@ -144,6 +150,14 @@ embedded() {
     start http-e2e
     point embedded "HTTP 1 KiB e2e lone client" "file://$NODE_DIR/data/floor" e2e --mode http \
         --topic e --partitions 1 --producers 1 --batch 1 --record-bytes 1024
+    stop
+    # Memory under overload: a small buffer, flushes only under pressure,
+    # and more than the node can take; expect 429s and a bounded RSS.
+    start overload --max-buffered-bytes 16777216 --max-request-bytes 1048576 \
+        --flush-interval-sec 3600 --flush-bytes 67108864
+    point embedded "HTTP 10 kB overload, 16 MiB buffer" \
+        "file://$NODE_DIR/data/floor" produce --mode http \
+        --topic mem --partitions 8 --producers 32 --batch 100 --record-bytes 10000
     stop
 }
 
@@ -218,6 +232,9 @@ jq --arg load "$(cut -d' ' -f1-3 /proc/loadavg)" --argjson took $((SECONDS - STA
 mv "$OUT/machine.json.tmp" "$OUT/machine.json"
 echo "matrix took $((SECONDS - START)) s; reports in $RESULTS" >&2
 if [[ $DOCS == 1 ]]; then
-    python3 scripts/bench-report.py --results "$RESULTS" --machine "$OUT/machine.json" \
-        --doc docs/benchmarks.md --svg docs/bench-latency.svg
+    # The raw reports stay beside the doc, so it can be regenerated from them.
+    cp "$RESULTS" docs/bench-matrix-results.jsonl
+    cp "$OUT/machine.json" docs/bench-matrix-machine.json
+    python3 scripts/bench-report.py --results docs/bench-matrix-results.jsonl \
+        --machine docs/bench-matrix-machine.json --doc docs/benchmarks.md --svg docs/bench-latency.svg
 fi

@@ -77,7 +77,7 @@ def table(rows):
         f = r.get("floor")
         floor = f"{num(f['latency_ms']['p50'])} / {num(f['latency_ms']['p99'])} ({size(f['object_bytes'])})" if f else "–"
         v = r.get("vs_floor")
-        ratio = f"{num(v['p50'])} / {num(v['p99'])}" if v and r["command"] == "produce" else "–"
+        ratio = f"{num(v['p50'])} / {num(v['p99'])}" if v and r["command"] != "consume" else "–"
         w = r.get("wal")
         wal = f"{w['puts']:,}, {size(w['mean_put_bytes'])}, {num(w['mean_put_ms'])}" if w and w["puts"] else "–"
         s = r.get("server")
@@ -93,9 +93,12 @@ def table(rows):
 
 
 def settings_line(r):
-    parts = [f"{r['mode']} {r['command']}", f"{r['partitions']} partitions"]
+    def n(k, word):
+        return f"{k} {word}" + ("" if k == 1 else "s")
+
+    parts = [f"{r['mode']} {r['command']}", n(r["partitions"], "partition")]
     if r["command"] != "consume":
-        parts += [f"{r['producers']} producers", f"{r['record_bytes']} B records", f"batch {r['batch']}"]
+        parts += [n(r["producers"], "producer"), f"{r['record_bytes']} B records", f"batch {r['batch']}"]
         parts.append("unlimited" if r["rate"] == 0 else f"{r['rate']} records/s offered")
     if r.get("acks") is not None:
         parts.append("acks=" + ("all" if r["acks"] == -1 else str(r["acks"])))
@@ -254,7 +257,10 @@ def chart(results, path):
     )
     ly += 26
     for r in pts:
-        o.append(f'<text x="{lx}" y="{ly}" font-size="11">{r["_n"]}. {html.escape(r["backend"] + ": " + r["point"])}</text>')
+        label = r["backend"] + ": " + r["point"]
+        if len(label) > 46:
+            label = label[:45] + "…"
+        o.append(f'<text x="{lx}" y="{ly}" font-size="11">{r["_n"]}. {html.escape(label)}</text>')
         ly += 15
     o.append("</svg>")
     with open(path, "w") as f:

@@ -155,8 +155,9 @@ impl Recorder {
     }
 }
 
-/// The progress line: once a second on stderr, and once more when `stop`
-/// is set (so even a run shorter than a second shows one). It is redrawn in
+/// The progress line: once a second on stderr (rates over that second,
+/// percentiles so far), and once more when `stop` is set with the rates of
+/// the whole run (so even a run shorter than a second shows one). It is redrawn in
 /// place (`\r`) on a terminal and written as separate lines otherwise, so
 /// a log file gets one line per second.
 pub fn progress(
@@ -177,6 +178,10 @@ pub fn progress(
                 continue;
             }
             let (records, bytes) = (rec.records(), rec.bytes());
+            if stopped {
+                // The last line shows the whole run, not its last moments.
+                (last_records, last_bytes, last_at) = (0, 0, start);
+            }
             let secs = (now - last_at).as_secs_f64().max(1e-3);
             let line = progress_line(
                 label,
