@@ -268,6 +268,8 @@ pub struct RecoveryReport {
     pub serving_sec_per_gib: f64,
     /// Reading every record back after recovery.
     pub read_back_sec: f64,
+    /// Chunk reads that missed the node's read cache during the reads after the restart.
+    pub read_cache_misses: Option<f64>,
     pub records_read: u64,
     pub lost: u64,
     pub offsets_dense: bool,
@@ -1240,6 +1242,8 @@ async fn recovery(
         .await?;
     }
     let read_back_sec = read_started.elapsed().as_secs_f64();
+    let after_reads = metrics(client, &url).await.unwrap_or_default();
+    let read_cache_misses = metric(&after_reads, "read_cache_total{outcome=\"miss\"}");
     cluster.stop_all().await;
     let gib = bytes_acked as f64 / (1u64 << 30) as f64;
     Ok(RecoveryReport {
@@ -1266,6 +1270,7 @@ async fn recovery(
             0.0
         },
         read_back_sec,
+        read_cache_misses,
         records_read,
         lost: records_acked - matched,
         offsets_dense,
@@ -1543,9 +1548,11 @@ fn render(r: &FailoverReport) -> String {
         );
         let _ = writeln!(
             out,
-            "  read back {} records in {:.1} s: {} acknowledged lost, offsets {}, next append {}",
+            "  read back {} records in {:.1} s ({:.1} MiB/s, {} read-cache misses): {} acknowledged lost, offsets {}, next append {}",
             v.records_read,
             v.read_back_sec,
+            mib / v.read_back_sec.max(1e-9),
+            v.read_cache_misses.map_or("?".into(), |n| n.to_string()),
             v.lost,
             if v.offsets_dense { "dense" } else { "NOT DENSE" },
             if v.appends_continue_at_end {
