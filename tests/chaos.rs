@@ -1419,6 +1419,13 @@ async fn chaos(stores: Stores) {
     );
     shared.history.dump(&dir.path().join("history.jsonl")).unwrap();
     let mut failures = cluster.failures.clone();
+    if fenced_exits > 0 {
+        // A node no fault touched stopped heartbeating for the node timeout.
+        failures.push(format!(
+            "nodes were fenced without a fault aimed at them: {:?}",
+            cluster.unexpected_exits
+        ));
+    }
     if !report.is_clean() {
         failures.push(format!("the history checker found anomalies:\n{report}"));
     }
