@@ -337,7 +337,12 @@ impl Cluster {
                     .log(format!("{} is up (pid {})", self.ids[n], server.child.id()));
                 self.nodes[n] = Some(server);
             }
-            Err(e) => self.fail(format!("{} did not start: {e}", self.ids[n])),
+            Err(e) => {
+                // The panic message carries the node's whole log: keep its end.
+                let e = e.to_string();
+                let tail: String = e.chars().rev().take(2000).collect::<Vec<_>>().into_iter().rev().collect();
+                self.fail(format!("{} did not start: ...{tail}", self.ids[n]))
+            }
         }
     }
 
