@@ -337,7 +337,12 @@ impl Cluster {
                     .log(format!("{} is up (pid {})", self.ids[n], server.child.id()));
                 self.nodes[n] = Some(server);
             }
-            Err(e) => self.fail(format!("{} did not start: {e}", self.ids[n])),
+            Err(e) => {
+                // The panic message carries the node's whole log: keep its end.
+                let e = e.to_string();
+                let tail: String = e.chars().rev().take(2000).collect::<Vec<_>>().into_iter().rev().collect();
+                self.fail(format!("{} did not start: ...{tail}", self.ids[n]))
+            }
         }
     }
 
@@ -1158,65 +1163,195 @@ fn socket_addr(endpoint: &str) -> std::net::SocketAddr {
         .unwrap()
 }
 
+/// Each node's flags, and its proxies on S3 + DynamoDB.
+async fn node_flags(stores: &Stores) -> (Vec<Vec<String>>, Vec<NodeProxies>) {
+    let common = ["--flush-interval-sec", "2", "--shutdown-timeout-sec", "5"].map(String::from);
+    let Stores::Aws { s3, ddb } = stores else {
+        return (vec![common.to_vec(); NODES], Vec::new());
+    };
+    let bucket = std::env::var("SLUICE_TEST_S3_BUCKET").unwrap_or_else(|_| "sluice-test".into());
+    let store = format!("s3://{bucket}/{}", support::unique("chaos-"));
+    let metadata = format!("dynamodb://{}", support::unique("sluice-chaos-"));
+    let flags = |s3: &str, ddb: &str| -> Vec<String> {
+        let mut f = common.to_vec();
+        f.extend(
+            [
+                "--object-store",
+                &store,
+                "--metadata",
+                &metadata,
+                "--s3-endpoint",
+                s3,
+                "--s3-region",
+                "us-east-1",
+                "--dynamodb-endpoint",
+                ddb,
+            ]
+            .map(String::from),
+        );
+        f
+    };
+    let init = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .arg("init")
+        .args(["--node-id", "init"])
+        .args(flags(s3, ddb))
+        .output()
+        .unwrap();
+    assert!(init.status.success(), "init: {}", String::from_utf8_lossy(&init.stderr));
+    let (mut all, mut proxies) = (Vec::new(), Vec::new());
+    for _ in 0..NODES {
+        let p = NodeProxies {
+            s3: FaultProxy::start(socket_addr(s3)).await.unwrap(),
+            ddb: FaultProxy::start(socket_addr(ddb)).await.unwrap(),
+        };
+        all.push(flags(&p.s3.url(), &p.ddb.url()));
+        proxies.push(p);
+    }
+    (all, proxies)
+}
+
+/// The client tasks of a run.
+struct Clients {
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    kafka: Option<tokio::task::JoinHandle<KafkaSummary>>,
+    kafka_stop: tokio::sync::oneshot::Sender<()>,
+}
+
+impl Clients {
+    fn start(cluster: &Cluster, profile: &Profile, seed: u64) -> Clients {
+        let shared = &cluster.shared;
+        let mut tasks = Vec::new();
+        for i in 0..profile.http_producers {
+            let seed = seed.wrapping_mul(1000).wrapping_add(i as u64);
+            tasks.push(tokio::spawn(http_producer(i, shared.clone(), seed, profile.http_rate)));
+        }
+        for i in 0..profile.readers {
+            let seed = seed.wrapping_mul(1000).wrapping_add(500 + i as u64);
+            tasks.push(tokio::spawn(reader(i, shared.clone(), seed)));
+        }
+        let (kafka_stop, stopped) = tokio::sync::oneshot::channel();
+        let kafka = have_confluent_kafka().then(|| {
+            let bootstrap = cluster.nodes.iter().flatten().map(|s| s.kafka_addr.clone());
+            let bootstrap = bootstrap.collect::<Vec<_>>().join(",");
+            let (dir, rate) = (cluster.dir.clone(), profile.kafka_rate);
+            tokio::spawn(kafka_producer(shared.clone(), dir, bootstrap, rate, stopped))
+        });
+        Clients {
+            tasks,
+            kafka,
+            kafka_stop,
+        }
+    }
+
+    /// Stop every client; the Kafka producer flushes first.
+    async fn stop(self, shared: &Shared) -> Option<KafkaSummary> {
+        shared.stop.store(true, Ordering::Relaxed);
+        for t in self.tasks {
+            t.await.unwrap();
+        }
+        let _ = self.kafka_stop.send(());
+        let kafka = tokio::time::timeout(Duration::from_secs(120), self.kafka?).await;
+        Some(kafka.expect("the Kafka producer finished in time").unwrap())
+    }
+}
+
+impl Cluster {
+    /// After the faults: every node up, every partition open and taking an
+    /// append again (one probe each, in the history too); then every
+    /// partition read whole through node 0 (the final state) and through the
+    /// others (reads in the history: every node serves the same records).
+    async fn heal_and_read_back(&mut self) -> FinalState {
+        for p in &self.proxies {
+            p.s3.set(Mode::Pass);
+            p.ddb.set(Mode::Pass);
+        }
+        self.supervise(None).await;
+        for n in 0..NODES {
+            if self.nodes[n].is_none() {
+                self.start(n).await;
+            }
+        }
+        let client = self.client.clone();
+        if !wait_all_open(&client, self.url(0), Duration::from_secs(60)).await {
+            self.fail("not every partition is open again 60 s after healing".into());
+        }
+        for p in 0..PARTITIONS {
+            if !self.probe(p).await {
+                self.fail(format!("partition {p} takes no append 30 s after healing"));
+            }
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let mut final_state = FinalState::new();
+        for p in 0..PARTITIONS {
+            match read_all(&client, self.url(0), p).await {
+                Some((records, hw)) => {
+                    if records.last().map_or(0, |r| r.0 + 1) != hw {
+                        self.fail(format!(
+                            "partition {p}: read whole up to {:?}, high watermark {hw}",
+                            records.last().map(|r| r.0)
+                        ));
+                    }
+                    final_state.insert(p, records);
+                }
+                None => self.fail(format!("partition {p} could not be read back")),
+            }
+            for n in 1..NODES {
+                if let Some((records, hw)) = read_all(&client, self.url(n), p).await {
+                    let reader = format!("final read via {}", self.ids[n]);
+                    self.shared.history.read(&reader, p, records, Some(hw));
+                }
+            }
+        }
+        final_state
+    }
+
+    /// Append one record to partition `p` through node 0, retrying for 30 s.
+    async fn probe(&self, p: u32) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        for attempt in 0.. {
+            let value = format!("probe.{p}.{attempt}");
+            let op = self.shared.history.invoke("probe", None, Some(p), &value);
+            let r = self
+                .client
+                .post(format!("{}/v1/topics/{TOPIC}/partitions/{p}/records", self.url(0)))
+                .timeout(REQUEST_TIMEOUT)
+                .json(&json!({"records": [{"value": value}]}))
+                .send()
+                .await;
+            let acked = match r {
+                Ok(r) if r.status() == 200 => r.json::<Value>().await.ok().and_then(|v| v["base_offset"].as_u64()),
+                _ => None,
+            };
+            match acked {
+                Some(o) => {
+                    self.shared.history.ack(op, p, o);
+                    return true;
+                }
+                None => self.shared.history.indeterminate(op, "probe failed"),
+            }
+            if Instant::now() > deadline {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        false
+    }
+}
+
 async fn chaos(stores: Stores) {
     let _serial = SERIAL.lock().await;
     let profile = profile();
     let seed = seed();
     let proxied = matches!(stores, Stores::Aws { .. });
     let variant = if proxied { "S3 + DynamoDB" } else { "embedded" };
+    let replay = format!("SLUICE_CHAOS_PROFILE={} SLUICE_CHAOS_SEED={seed}", profile.name);
     eprintln!(
-        "chaos ({variant}): profile {} ({:?} of faults), seed {seed}; replay with \
-         SLUICE_CHAOS_PROFILE={} SLUICE_CHAOS_SEED={seed}",
-        profile.name, profile.chaos, profile.name
+        "chaos ({variant}): profile {} ({:?} of faults), seed {seed}; replay with {replay}",
+        profile.name, profile.chaos
     );
     let dir = tempfile::Builder::new().prefix("sluice-chaos-").tempdir().unwrap();
-    let ids: Vec<String> = (1..=NODES).map(|i| format!("n{i}")).collect();
     let ports: Vec<u16> = (0..NODES).map(|_| free_port()).collect();
-    let common = ["--flush-interval-sec", "2", "--shutdown-timeout-sec", "5"].map(String::from);
-    let mut proxies = Vec::new();
-    let mut flags: Vec<Vec<String>> = Vec::new();
-    match &stores {
-        Stores::Embedded => flags = vec![common.to_vec(); NODES],
-        Stores::Aws { s3, ddb } => {
-            let bucket = std::env::var("SLUICE_TEST_S3_BUCKET").unwrap_or_else(|_| "sluice-test".into());
-            let store = format!("s3://{bucket}/{}", support::unique("chaos-"));
-            let metadata = format!("dynamodb://{}", support::unique("sluice-chaos-"));
-            let shared_flags = |s3: &str, ddb: &str| -> Vec<String> {
-                let mut f = common.to_vec();
-                f.extend(
-                    [
-                        "--object-store",
-                        &store,
-                        "--metadata",
-                        &metadata,
-                        "--s3-endpoint",
-                        s3,
-                        "--s3-region",
-                        "us-east-1",
-                        "--dynamodb-endpoint",
-                        ddb,
-                    ]
-                    .map(String::from),
-                );
-                f
-            };
-            let init = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"))
-                .arg("init")
-                .args(["--node-id", "init"])
-                .args(shared_flags(s3, ddb))
-                .output()
-                .unwrap();
-            assert!(init.status.success(), "init: {}", String::from_utf8_lossy(&init.stderr));
-            for _ in 0..NODES {
-                let p = NodeProxies {
-                    s3: FaultProxy::start(socket_addr(s3)).await.unwrap(),
-                    ddb: FaultProxy::start(socket_addr(ddb)).await.unwrap(),
-                };
-                flags.push(shared_flags(&p.s3.url(), &p.ddb.url()));
-                proxies.push(p);
-            }
-        }
-    }
+    let (flags, proxies) = node_flags(&stores).await;
     let shared = Arc::new(Shared {
         history: History::new(),
         stop: AtomicBool::new(false),
@@ -1228,7 +1363,7 @@ async fn chaos(stores: Stores) {
     });
     let mut cluster = Cluster {
         dir: dir.path().to_path_buf(),
-        ids,
+        ids: (1..=NODES).map(|i| format!("n{i}")).collect(),
         ports,
         flags,
         nodes: (0..NODES).map(|_| None).collect(),
@@ -1243,53 +1378,18 @@ async fn chaos(stores: Stores) {
         cluster.start(n).await;
     }
     assert!(cluster.failures.is_empty(), "{:?}", cluster.failures);
-    let client = cluster.client.clone();
-    let r = client
+    let r = cluster
+        .client
         .post(format!("{}/v1/topics", cluster.url(0)))
         .json(&json!({"name": TOPIC, "partitions": PARTITIONS}))
         .send()
         .await
         .unwrap();
     assert_eq!(r.status(), 201);
-    assert!(wait_all_open(&client, cluster.url(0), Duration::from_secs(30)).await);
+    assert!(wait_all_open(&cluster.client, cluster.url(0), Duration::from_secs(30)).await);
     shared.log(format!("cluster up in {}", cluster.dir.display()));
+    let clients = Clients::start(&cluster, &profile, seed);
 
-    // Clients.
-    let mut tasks = Vec::new();
-    for i in 0..profile.http_producers {
-        tasks.push(tokio::spawn(http_producer(
-            i,
-            shared.clone(),
-            seed.wrapping_mul(1000).wrapping_add(i as u64),
-            profile.http_rate,
-        )));
-    }
-    for i in 0..profile.readers {
-        tasks.push(tokio::spawn(reader(
-            i,
-            shared.clone(),
-            seed.wrapping_mul(1000).wrapping_add(500 + i as u64),
-        )));
-    }
-    let (kafka_stop, kafka_stopped) = tokio::sync::oneshot::channel();
-    let kafka = have_confluent_kafka().then(|| {
-        let bootstrap = cluster
-            .nodes
-            .iter()
-            .flatten()
-            .map(|s| s.kafka_addr.clone())
-            .collect::<Vec<_>>()
-            .join(",");
-        tokio::spawn(kafka_producer(
-            shared.clone(),
-            cluster.dir.clone(),
-            bootstrap,
-            profile.kafka_rate,
-            kafka_stopped,
-        ))
-    });
-
-    // Faults.
     let chaos_started = Instant::now();
     for (i, (gap, fault)) in schedule(seed, &profile, proxied).into_iter().enumerate() {
         cluster.idle(gap, None).await;
@@ -1301,116 +1401,40 @@ async fn chaos(stores: Stores) {
     }
     let chaos_time = chaos_started.elapsed();
     shared.log(format!(
-        "faults over: {:?}; stopping the clients ({} HTTP records acknowledged)",
+        "faults over: {:?}; healing, then stopping the clients ({} HTTP records acknowledged)",
         cluster.faults,
         shared.acked.load(Ordering::Relaxed)
     ));
-
-    // Heal, stop the clients, read everything back.
     for p in &cluster.proxies {
         p.s3.set(Mode::Pass);
         p.ddb.set(Mode::Pass);
     }
     cluster.idle(Duration::from_secs(2), None).await;
-    shared.stop.store(true, Ordering::Relaxed);
-    for t in tasks {
-        t.await.unwrap();
-    }
-    let _ = kafka_stop.send(());
-    let kafka = match kafka {
-        Some(k) => Some(
-            tokio::time::timeout(Duration::from_secs(120), k)
-                .await
-                .expect("the Kafka producer finished")
-                .unwrap(),
-        ),
-        None => None,
-    };
-    cluster.supervise(None).await;
-    for n in 0..NODES {
-        if cluster.nodes[n].is_none() {
-            cluster.start(n).await;
-        }
-    }
-    if !wait_all_open(&client, cluster.url(0), Duration::from_secs(60)).await {
-        cluster.fail("not every partition is open again 60 s after healing".into());
-    }
-    // Liveness: every partition takes an append again.
-    for p in 0..PARTITIONS {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let mut attempt = 0;
-        loop {
-            let value = format!("probe.{p}.{attempt}");
-            let op = shared.history.invoke("probe", None, Some(p), &value);
-            let r = client
-                .post(format!("{}/v1/topics/{TOPIC}/partitions/{p}/records", cluster.url(0)))
-                .timeout(REQUEST_TIMEOUT)
-                .json(&json!({"records": [{"value": value}]}))
-                .send()
-                .await;
-            let acked = match r {
-                Ok(r) if r.status() == 200 => r.json::<Value>().await.ok().and_then(|v| v["base_offset"].as_u64()),
-                _ => None,
-            };
-            match acked {
-                Some(o) => {
-                    shared.history.ack(op, p, o);
-                    break;
-                }
-                None => shared.history.indeterminate(op, "probe failed"),
-            }
-            if Instant::now() > deadline {
-                cluster.fail(format!("partition {p} takes no append 30 s after healing"));
-                break;
-            }
-            attempt += 1;
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-    }
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    let mut final_state = FinalState::new();
-    for p in 0..PARTITIONS {
-        match read_all(&client, cluster.url(0), p).await {
-            Some((records, hw)) => {
-                if records.last().map_or(0, |r| r.0 + 1) != hw {
-                    cluster.fail(format!(
-                        "partition {p}: read whole up to {:?}, high watermark {hw}",
-                        records.last().map(|r| r.0)
-                    ));
-                }
-                final_state.insert(p, records);
-            }
-            None => cluster.fail(format!("partition {p} could not be read back")),
-        }
-        // The other nodes serve the same records.
-        for n in 1..NODES {
-            if let Some((records, hw)) = read_all(&client, cluster.url(n), p).await {
-                shared
-                    .history
-                    .read(&format!("final read via {}", cluster.ids[n]), p, records, Some(hw));
-            }
-        }
-    }
+    let kafka = clients.stop(&shared).await;
+    let final_state = cluster.heal_and_read_back().await;
 
-    // Check.
     let report = shared.history.check(&final_state);
-    let bad = shared.bad_answers.lock().unwrap().clone();
     let fenced_exits = cluster.unexpected_exits.iter().filter(|e| e.1 == Some(3)).count();
     eprintln!(
         "chaos ({variant}) summary: profile {}, seed {seed}, {:.0}s under faults, faults {:?}; \
-         {} unexpected fenced exits; kafka {:?}\n{report}",
+         {fenced_exits} unexpected fenced exits; kafka {kafka:?}\n{report}",
         profile.name,
         chaos_time.as_secs_f64(),
         cluster.faults,
-        fenced_exits,
-        kafka,
     );
-    let history_file = dir.path().join("history.jsonl");
-    shared.history.dump(&history_file).unwrap();
+    shared.history.dump(&dir.path().join("history.jsonl")).unwrap();
     let mut failures = cluster.failures.clone();
+    if fenced_exits > 0 {
+        // A node no fault touched stopped heartbeating for the node timeout.
+        failures.push(format!(
+            "nodes were fenced without a fault aimed at them: {:?}",
+            cluster.unexpected_exits
+        ));
+    }
     if !report.is_clean() {
         failures.push(format!("the history checker found anomalies:\n{report}"));
     }
+    let bad = shared.bad_answers.lock().unwrap().clone();
     if !bad.is_empty() {
         failures.push(format!("answers that must not happen: {bad:?}"));
     }
@@ -1426,21 +1450,19 @@ async fn chaos(stores: Stores) {
         }
     }
     drop(cluster);
-    if failures.is_empty() && std::env::var_os("SLUICE_CHAOS_KEEP").is_some() {
-        eprintln!(
-            "SLUICE_CHAOS_KEEP: node logs and history.jsonl kept in {}",
-            dir.keep().display()
-        );
-        return;
-    }
     if !failures.is_empty() {
         let kept = dir.keep();
         panic!(
-            "chaos ({variant}) failed with seed {seed} (replay: SLUICE_CHAOS_PROFILE={} SLUICE_CHAOS_SEED={seed}); \
-             node logs and history.jsonl kept in {}:\n{}",
-            profile.name,
+            "chaos ({variant}) failed with seed {seed} (replay: {replay}); node logs and history.jsonl \
+             kept in {}:\n{}",
             kept.display(),
             failures.join("\n")
+        );
+    }
+    if std::env::var_os("SLUICE_CHAOS_KEEP").is_some() {
+        eprintln!(
+            "SLUICE_CHAOS_KEEP: node logs and history.jsonl kept in {}",
+            dir.keep().display()
         );
     }
 }

@@ -64,7 +64,7 @@ impl Server {
             .stdout(log.try_clone().unwrap())
             .stderr(log);
         let child = cmd.spawn().expect("spawn sluice");
-        let server = Server {
+        let mut server = Server {
             child,
             url: format!("http://127.0.0.1:{port}"),
             node_id: node_id.to_string(),
@@ -77,11 +77,14 @@ impl Server {
         server
     }
 
-    pub fn wait_ready(&self, timeout: Duration) {
+    pub fn wait_ready(&mut self, timeout: Duration) {
         let deadline = Instant::now() + timeout;
         while Instant::now() < deadline {
             if http_status(self.port, "/ready") == Some(200) {
                 return;
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!("node {} exited while starting ({status}); log: {}", self.node_id, self.log());
             }
             std::thread::sleep(Duration::from_millis(50));
         }
