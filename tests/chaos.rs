@@ -340,7 +340,14 @@ impl Cluster {
             Err(e) => {
                 // The panic message carries the node's whole log: keep its end.
                 let e = e.to_string();
-                let tail: String = e.chars().rev().take(2000).collect::<Vec<_>>().into_iter().rev().collect();
+                let tail: String = e
+                    .chars()
+                    .rev()
+                    .take(2000)
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev()
+                    .collect();
                 self.fail(format!("{} did not start: ...{tail}", self.ids[n]))
             }
         }

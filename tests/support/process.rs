@@ -84,7 +84,11 @@ impl Server {
                 return;
             }
             if let Ok(Some(status)) = self.child.try_wait() {
-                panic!("node {} exited while starting ({status}); log: {}", self.node_id, self.log());
+                panic!(
+                    "node {} exited while starting ({status}); log: {}",
+                    self.node_id,
+                    self.log()
+                );
             }
             std::thread::sleep(Duration::from_millis(50));
         }
