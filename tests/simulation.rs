@@ -12,6 +12,7 @@
 //!
 //! Environment:
 //! - `SLUICE_SIM_SEEDS=N`: run N seeds from 1 up (default 20), skipping `KNOWN_BUGS`;
+//! - `SLUICE_SIM_FIRST_SEED=F`: start at seed F instead of 1 (to shard long runs);
 //! - `SLUICE_SIM_SEED=S`: run only seed S (prints its trace);
 //! - `SLUICE_SIM_THREADS=N`: seeds run at once (default: the machine's cores);
 //! - `SLUICE_SIM_VERBOSE=1`: print the harness's trace as it happens;
@@ -243,8 +244,9 @@ fn simulated_cluster_keeps_the_invariants_under_faults() {
         None => {
             // N seeds counting up from 1, skipping those of known bugs.
             let n = env_u64("SLUICE_SIM_SEEDS").unwrap_or(20) as usize;
-            let seeds: Vec<u64> = (1..).filter(|s| !known_bug(*s)).take(n).collect();
-            let skipped: Vec<u64> = (1..=seeds.last().copied().unwrap_or(0))
+            let first = env_u64("SLUICE_SIM_FIRST_SEED").unwrap_or(1);
+            let seeds: Vec<u64> = (first..).filter(|s| !known_bug(*s)).take(n).collect();
+            let skipped: Vec<u64> = (first..=seeds.last().copied().unwrap_or(0))
                 .filter(|s| known_bug(*s))
                 .collect();
             if !skipped.is_empty() {
