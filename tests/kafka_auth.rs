@@ -148,6 +148,11 @@ async fn librdkafka_with_sasl_plain_is_admitted_only_with_a_valid_token_and_only
     let r = run("consume", &s.kafka, "topic-a", "SASL_PLAINTEXT", token).await;
     assert_eq!(r["values"], json!(["secret-free-value"]), "{r}");
 
+    // A consumer group (groups are not scoped; its offsets need read).
+    let r = run("group", &s.kafka, "topic-a", "SASL_PLAINTEXT", token).await;
+    assert_eq!(r["values"], json!(["secret-free-value"]), "{r}");
+    assert_eq!(r["committed"], json!([1]), "{r}");
+
     // Scoped to topic-a: producing to topic-b is refused per topic.
     let r = run("produce", &s.kafka, "topic-b", "SASL_PLAINTEXT", token).await;
     assert_eq!(r["delivered"], false, "{r}");

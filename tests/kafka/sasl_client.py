@@ -1,6 +1,6 @@
 """confluent-kafka (librdkafka) against a node with --auth on, driven by tests/kafka_auth.rs.
 
-Usage: SASL_PASSWORD=<token> sasl_client.py produce|consume BOOTSTRAP TOPIC PROTOCOL
+Usage: SASL_PASSWORD=<token> sasl_client.py produce|consume|group BOOTSTRAP TOPIC PROTOCOL
 
 PROTOCOL is a librdkafka security.protocol (SASL_PLAINTEXT or PLAINTEXT);
 with SASL the mechanism is PLAIN, the user name is free and the password is
@@ -72,10 +72,41 @@ def consume(bootstrap, topic, protocol, password):
     print(json.dumps({"values": values, "client_errors": sorted(set(errors))}))
 
 
+def group(bootstrap, topic, protocol, password):
+    """Read one record as a member of a consumer group and commit it."""
+    errors = []
+    c = conf(bootstrap, protocol, password)
+    c.update({
+        "group.id": "sasl-group",
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        "error_cb": lambda e: errors.append(e.name()),
+    })
+    consumer = Consumer(c)
+    consumer.subscribe([topic])
+    values, committed = [], None
+    deadline = time.time() + TIMEOUT_S * 2
+    while time.time() < deadline and not values:
+        m = consumer.poll(0.5)
+        if m is None:
+            continue
+        if m.error():
+            errors.append(m.error().name())
+            continue
+        values.append(m.value().decode())
+        try:
+            parts = consumer.commit(message=m, asynchronous=False)
+            committed = [p.offset for p in parts if p.error is None]
+        except Exception as e:  # a refused commit is a result, not a crash
+            errors.append(str(e))
+    consumer.close()
+    print(json.dumps({"values": values, "committed": committed, "client_errors": sorted(set(errors))}))
+
+
 def main():
     mode, bootstrap, topic, protocol = sys.argv[1:5]
     password = os.environ.get("SASL_PASSWORD", "")
-    {"produce": produce, "consume": consume}[mode](bootstrap, topic, protocol, password)
+    {"produce": produce, "consume": consume, "group": group}[mode](bootstrap, topic, protocol, password)
 
 
 if __name__ == "__main__":
