@@ -376,6 +376,31 @@ pub trait Engine: Send + Sync + 'static {
         let _ = node;
         Err(ApiError::new(ErrorCode::NotFound, "draining is not supported here"))
     }
+    // auth
+    /// Whether callers must authenticate (`--auth on`). The default (and
+    /// `--auth off`) lets every caller do everything.
+    fn auth_required(&self) -> bool {
+        false
+    }
+    /// Who presented `secret`, checked against this node's applied view.
+    fn authenticate(&self, secret: &str) -> Result<crate::auth::Principal, crate::auth::AuthFailure> {
+        let _ = secret;
+        Err(crate::auth::AuthFailure::Unknown)
+    }
+    /// Issue a token; the answer holds its secret, shown this once.
+    async fn create_token(&self, req: crate::auth::NewToken) -> ApiResult<crate::auth::IssuedToken> {
+        let _ = req;
+        Err(ApiError::new(ErrorCode::NotFound, "tokens are not supported here"))
+    }
+    /// Every unrevoked token, without secrets.
+    fn list_tokens(&self) -> Vec<crate::auth::TokenInfo> {
+        Vec::new()
+    }
+    /// Revoke a token (`token_not_found` if there is none with that id).
+    async fn revoke_token(&self, id: &str) -> ApiResult<()> {
+        let _ = id;
+        Err(ApiError::new(ErrorCode::TokenNotFound, "tokens are not supported here"))
+    }
 }
 
 tokio::task_local! {
@@ -391,6 +416,18 @@ pub fn is_forwarded() -> bool {
 
 /// The header that marks a forwarded request.
 pub const FORWARDED_HEADER: &str = "sluice-forwarded";
+
+tokio::task_local! {
+    /// The bearer token the current HTTP request came with, so a request
+    /// forwarded to a stream's owner carries the caller's own credentials
+    /// (the owner authorizes it again; nodes hold no privilege of their own).
+    pub static CALLER_TOKEN: Option<std::sync::Arc<crate::auth::Secret>>;
+}
+
+/// The current request's bearer token, if it had one.
+pub fn caller_token() -> Option<std::sync::Arc<crate::auth::Secret>> {
+    CALLER_TOKEN.try_with(|t| t.clone()).ok().flatten()
+}
 
 impl ErrorCode {
     /// The code for its wire name (from another node's error body).

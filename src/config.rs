@@ -155,6 +155,32 @@ pub struct ServeArgs {
     /// Log line format: text or json.
     #[arg(long, env = "SLUICE_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
     pub log_format: String,
+
+    /// on: HTTP requests need `Authorization: Bearer <token>` and Kafka
+    /// clients must log in with SASL/PLAIN. off (the default): anyone who
+    /// can reach the ports may do anything. See docs/security.md.
+    #[arg(long, env = "SLUICE_AUTH", default_value = "off", value_parser = ["on", "off"])]
+    pub auth: String,
+
+    /// File holding the bootstrap admin secret (at least 16 characters;
+    /// surrounding whitespace is ignored). Required with --auth on.
+    #[arg(long, env = "SLUICE_ADMIN_TOKEN_FILE")]
+    pub admin_token_file: Option<String>,
+}
+
+/// Shortest bootstrap admin secret accepted.
+pub const MIN_ADMIN_SECRET_LEN: usize = 16;
+
+/// The bootstrap admin secret in `path`. Errors name the flag, never the secret.
+fn read_admin_secret(path: &str) -> Result<crate::auth::Secret, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("--admin-token-file {path:?} cannot be read: {e}"))?;
+    let secret = text.trim();
+    if secret.len() < MIN_ADMIN_SECRET_LEN {
+        return Err(format!(
+            "--admin-token-file {path:?} must hold a secret of at least {MIN_ADMIN_SECRET_LEN} characters"
+        ));
+    }
+    Ok(crate::auth::Secret::new(secret))
 }
 
 /// Validated configuration with every default resolved.
@@ -194,6 +220,10 @@ pub struct Config {
     pub gc_interval: Duration,
     pub gc_grace: Duration,
     pub log_format: String,
+    /// `--auth on`.
+    pub auth: bool,
+    /// The bootstrap admin secret (never printed: `Secret` hides it).
+    pub admin_token: Option<crate::auth::Secret>,
 }
 
 fn file_url(dir: &str, sub: &str) -> String {
@@ -322,6 +352,12 @@ impl ServeArgs {
                     .into(),
             );
         }
+        let auth = self.auth == "on";
+        let admin_token = match &self.admin_token_file {
+            Some(path) => Some(read_admin_secret(path)?),
+            None if auth => return Err("--auth on requires --admin-token-file (the bootstrap admin secret)".into()),
+            None => None,
+        };
         let host = host_name();
         Ok(Config {
             node_id,
@@ -368,6 +404,8 @@ impl ServeArgs {
             gc_interval: Duration::from_secs(self.gc_interval_sec),
             gc_grace: Duration::from_secs(self.gc_grace_sec),
             log_format: self.log_format.clone(),
+            auth,
+            admin_token,
         })
     }
 }
@@ -473,5 +511,58 @@ mod tests {
         assert_eq!(c.advertised_http_addr, "127.0.0.1:18080");
         let c = parse(&["--node-id", "n"]).validate().unwrap();
         assert!(c.advertised_http_addr.ends_with(":8080") && !c.advertised_http_addr.starts_with("0.0.0.0"));
+    }
+
+    #[test]
+    fn auth_is_off_by_default_and_on_needs_a_readable_long_enough_secret() {
+        let c = parse(&["--node-id", "n1"]).validate().unwrap();
+        assert!(!c.auth && c.admin_token.is_none());
+        let err = parse(&["--node-id", "n1", "--auth", "on"]).validate().unwrap_err();
+        assert!(err.contains("--admin-token-file"), "{err}");
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing");
+        let err = parse(&[
+            "--node-id",
+            "n1",
+            "--auth",
+            "on",
+            "--admin-token-file",
+            missing.to_str().unwrap(),
+        ])
+        .validate()
+        .unwrap_err();
+        assert!(err.contains("cannot be read"), "{err}");
+        let short = dir.path().join("short");
+        std::fs::write(&short, "tiny-secret\n").unwrap();
+        let err = parse(&[
+            "--node-id",
+            "n1",
+            "--auth",
+            "on",
+            "--admin-token-file",
+            short.to_str().unwrap(),
+        ])
+        .validate()
+        .unwrap_err();
+        assert!(err.contains("at least 16") && !err.contains("tiny-secret"), "{err}");
+        let good = dir.path().join("good");
+        std::fs::write(&good, "  a-long-enough-admin-secret\n").unwrap();
+        let c = parse(&[
+            "--node-id",
+            "n1",
+            "--auth",
+            "on",
+            "--admin-token-file",
+            good.to_str().unwrap(),
+        ])
+        .validate()
+        .unwrap();
+        assert!(c.auth);
+        assert_eq!(c.admin_token.as_ref().unwrap().expose(), "a-long-enough-admin-secret");
+        assert!(
+            !format!("{c:?}").contains("a-long-enough-admin-secret"),
+            "Config's Debug hides the secret"
+        );
+        assert!(Cli::try_parse_from(["sluice", "--auth", "maybe"]).is_err());
     }
 }

@@ -11,6 +11,7 @@
 //! - [`wal`]: segments, the group-commit writer, takeover and replay.
 //! - [`stream`]: record batches, per-stream buffers, data objects, reads.
 //! - [`api`]: what the front doors ask of a node, and the public error kinds.
+//! - [`auth`]: tokens, scopes and the authenticator behind `--auth on`.
 //! - [`node`]: one `sluice serve` process: registration, control loops, the engine.
 //! - [`cluster`]: the lease holder's duties: liveness, fencing, takeover, placement.
 //! - [`config`]: every flag and its validation.
@@ -18,6 +19,7 @@
 //!   commands, `sluice serve`, and the load generator.
 //! - [`telemetry`]: logs and Prometheus metrics.
 pub mod api;
+pub mod auth;
 pub mod bench;
 pub mod cli;
 pub mod cluster;

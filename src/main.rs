@@ -3,7 +3,7 @@
 
 use clap::{Parser, Subcommand};
 use sluice::bench::BenchCmd;
-use sluice::cli::{AdminCmd, ClientArgs, ConsumeArgs, ProduceArgs, TopicsCmd};
+use sluice::cli::{AdminCmd, ClientArgs, ConsumeArgs, ProduceArgs, TokensCmd, TopicsCmd};
 use sluice::config::ServeArgs;
 use std::process::ExitCode;
 
@@ -49,6 +49,13 @@ enum Command {
         client: ClientArgs,
         #[command(subcommand)]
         command: AdminCmd,
+    },
+    /// Issue, list and revoke tokens (servers with --auth on).
+    Tokens {
+        #[command(flatten)]
+        client: ClientArgs,
+        #[command(subcommand)]
+        command: TokensCmd,
     },
     /// Load generator: throughput and latency percentiles.
     Bench {
@@ -114,10 +121,26 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Serve(_) => unreachable!("handled above"),
             Command::Init(args) => init(&args).await,
-            Command::Topics { client, command } => command.run(&client.url).await,
-            Command::Produce { client, args } => args.run(&client.url).await,
-            Command::Consume { client, args } => args.run(&client.url).await,
-            Command::Admin { client, command } => command.run(&client.url).await,
+            Command::Topics { client, command } => {
+                client.install_token()?;
+                command.run(&client.url).await
+            }
+            Command::Produce { client, args } => {
+                client.install_token()?;
+                args.run(&client.url).await
+            }
+            Command::Consume { client, args } => {
+                client.install_token()?;
+                args.run(&client.url).await
+            }
+            Command::Admin { client, command } => {
+                client.install_token()?;
+                command.run(&client.url).await
+            }
+            Command::Tokens { client, command } => {
+                client.install_token()?;
+                command.run(&client.url).await
+            }
             Command::Bench { command } => command.run().await,
         }
     });

@@ -12,17 +12,20 @@
 //! - [`produce`]: lines from stdin or a file, one record each, in batches.
 //! - [`consume`]: pages through partitions, or follows them over SSE.
 //! - [`admin`]: `admin nodes`.
+//! - [`tokens`]: `tokens issue / list / revoke`.
 //! - [`sse`]: a small incremental `text/event-stream` parser.
 
 pub mod admin;
 pub mod consume;
 pub mod produce;
 pub mod sse;
+pub mod tokens;
 pub mod topics;
 
 pub use admin::AdminCmd;
 pub use consume::ConsumeArgs;
 pub use produce::ProduceArgs;
+pub use tokens::TokensCmd;
 pub use topics::TopicsCmd;
 
 use anyhow::Context;
@@ -35,6 +38,34 @@ pub struct ClientArgs {
     /// Base URL of a Sluice node's HTTP API.
     #[arg(long, env = "SLUICE_URL", default_value = "http://127.0.0.1:8080", global = true)]
     pub url: String,
+
+    /// Bearer token for a server with --auth on (prefer --token-file: an
+    /// environment variable does not show in `ps`, a flag would).
+    #[arg(long = "token-file", env = "SLUICE_TOKEN_FILE", global = true)]
+    pub token_file: Option<String>,
+}
+
+/// The token every [`Client`] of this process sends (set once by `main`).
+static TOKEN: std::sync::OnceLock<crate::auth::Secret> = std::sync::OnceLock::new();
+
+impl ClientArgs {
+    /// Make later requests carry the token from `--token-file`, or else
+    /// from the `SLUICE_TOKEN` environment variable.
+    pub fn install_token(&self) -> anyhow::Result<()> {
+        let token = match &self.token_file {
+            Some(path) => Some(
+                std::fs::read_to_string(path)
+                    .with_context(|| format!("--token-file {path:?} cannot be read"))?
+                    .trim()
+                    .to_string(),
+            ),
+            None => std::env::var("SLUICE_TOKEN").ok(),
+        };
+        if let Some(t) = token.filter(|t| !t.is_empty()) {
+            let _ = TOKEN.set(crate::auth::Secret::new(t));
+        }
+        Ok(())
+    }
 }
 
 /// An error answer from the server: `{"error": {"code", "message", "retryable"}}`.
@@ -77,8 +108,15 @@ impl Client {
         if base.cannot_be_a_base() {
             anyhow::bail!("--url {url:?} is not an http:// URL");
         }
+        let mut headers = reqwest::header::HeaderMap::new();
+        if let Some(token) = TOKEN.get() {
+            let mut v = reqwest::header::HeaderValue::from_str(&format!("Bearer {}", token.expose()))
+                .context("the token is not a valid header value")?;
+            v.set_sensitive(true);
+            headers.insert(reqwest::header::AUTHORIZATION, v);
+        }
         Ok(Self {
-            http: reqwest::Client::new(),
+            http: reqwest::Client::builder().default_headers(headers).build()?,
             base,
         })
     }

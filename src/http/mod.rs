@@ -9,16 +9,20 @@
 //! - `records`: appends (JSON and raw) and reads with long poll.
 //! - `sse`: `subscribe`, records as server-sent events.
 //! - `ops`: `/health`, `/ready`, `/metrics`, `/admin/nodes`.
+//! - [`auth`]: who may call each route (`--auth on`), checked before the handler.
+//! - `tokens`: `/v1/tokens`, issue, list, revoke.
 //! - [`openapi`]: `GET /openapi.json`, checked against [`ROUTES`] by a test.
 //!
 //! Every route is listed once in [`ROUTES`]; [`router`] builds the router from
 //! that list, so the list, the router and the OpenAPI document cannot drift.
 
+pub mod auth;
 pub mod error;
 pub mod openapi;
 mod ops;
 mod records;
 mod sse;
+mod tokens;
 mod topics;
 
 #[cfg(test)]
@@ -59,6 +63,9 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/topics/{topic}/partitions/{partition}/records"),
     ("GET", "/v1/topics/{topic}/partitions/{partition}/records"),
     ("GET", "/v1/topics/{topic}/partitions/{partition}/subscribe"),
+    ("GET", "/v1/tokens"),
+    ("POST", "/v1/tokens"),
+    ("DELETE", "/v1/tokens/{id}"),
 ];
 
 fn handler(method: &str, path: &str) -> MethodRouter<Shared> {
@@ -78,6 +85,9 @@ fn handler(method: &str, path: &str) -> MethodRouter<Shared> {
         ("POST", "/v1/topics/{topic}/partitions/{partition}/records") => post(records::append_to_partition),
         ("GET", "/v1/topics/{topic}/partitions/{partition}/records") => get(records::read),
         ("GET", "/v1/topics/{topic}/partitions/{partition}/subscribe") => get(sse::subscribe),
+        ("GET", "/v1/tokens") => get(tokens::list),
+        ("POST", "/v1/tokens") => post(tokens::create),
+        ("DELETE", "/v1/tokens/{id}") => delete(tokens::revoke),
         _ => unreachable!("route {method} {path} is in ROUTES but has no handler"),
     }
 }
@@ -93,7 +103,10 @@ pub fn router(engine: Arc<dyn Engine>) -> Router {
     });
     let mut router = Router::new();
     for (method, path) in ROUTES {
-        router = router.route(path, handler(method, path));
+        // A route without an auth policy cannot be served (a test checks them all).
+        let policy = auth::policy(method, path).unwrap_or_else(|| panic!("{method} {path} has no auth policy"));
+        let guard = axum::middleware::from_fn_with_state((state.clone(), policy), auth::authorize);
+        router = router.route(path, handler(method, path).route_layer(guard));
     }
     router
         .fallback(not_found)

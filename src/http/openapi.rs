@@ -5,7 +5,7 @@ use axum::Json;
 use serde_json::{json, Value};
 use std::sync::LazyLock;
 
-static DOCUMENT: LazyLock<Value> = LazyLock::new(build);
+static DOCUMENT: LazyLock<Value> = LazyLock::new(|| with_auth(build()));
 
 pub async fn serve() -> Json<Value> {
     Json(DOCUMENT.clone())
@@ -238,6 +238,75 @@ fn build() -> Value {
         },
         "components": { "schemas": schemas() }
     })
+}
+
+/// The token routes and the bearer scheme (`--auth on`; see `auth.rs`).
+fn with_auth(mut doc: Value) -> Value {
+    let auth_errors = json!({
+        "401": error_response("unauthenticated (with WWW-Authenticate: Bearer)"),
+        "403": error_response("forbidden: the token lacks admin on \"*\"")
+    });
+    let scope = json!({
+        "type": "object", "required": ["topics", "ops"],
+        "properties": {
+            "topics": { "type": "string", "description": "Topic glob: * any run of characters, ? one character" },
+            "ops": { "type": "array", "items": { "type": "string", "enum": ["read", "write", "admin"] } }
+        }
+    });
+    doc["paths"]["/v1/tokens"] = json!({
+        "get": {
+            "summary": "List tokens (never their secrets)",
+            "responses": merge(json!({ "200": { "description": "tokens", "content": { "application/json": { "schema": {
+                "type": "object", "properties": { "tokens": { "type": "array", "items": {
+                    "type": "object",
+                    "properties": {
+                        "id": { "type": "string" }, "name": { "type": "string" },
+                        "scopes": { "type": "array", "items": scope.clone() },
+                        "created_at": { "type": "integer", "description": "ms since the Unix epoch" },
+                        "expires_at": { "type": "integer", "nullable": true, "description": "ms since the Unix epoch" },
+                        "expired": { "type": "boolean" }
+                    }
+                } } } } } } } }), auth_errors.clone())
+        },
+        "post": {
+            "summary": "Issue a token; its secret is in this answer only",
+            "requestBody": { "required": true, "content": { "application/json": { "schema": {
+                "type": "object", "required": ["name", "scopes"],
+                "properties": {
+                    "name": { "type": "string" },
+                    "scopes": { "type": "array", "items": scope },
+                    "expires_in_sec": { "type": "integer", "minimum": 1 }
+                }
+            } } } },
+            "responses": merge(json!({
+                "201": { "description": "issued", "content": { "application/json": { "schema": {
+                    "type": "object", "properties": {
+                        "id": { "type": "string" },
+                        "token": { "type": "string", "description": "the secret, shown once" },
+                        "expires_at": { "type": "integer", "nullable": true }
+                    } } } } },
+                "400": error_response("invalid_json, invalid_request"),
+                "503": error_response("unavailable")
+            }), auth_errors.clone())
+        }
+    });
+    doc["paths"]["/v1/tokens/{id}"] = json!({
+        "delete": {
+            "summary": "Revoke a token: every node refuses it once it applies the revocation",
+            "parameters": [{ "name": "id", "in": "path", "required": true, "schema": { "type": "string" } }],
+            "responses": merge(json!({
+                "204": { "description": "revoked" },
+                "404": error_response("token_not_found"),
+                "503": error_response("unavailable")
+            }), auth_errors)
+        }
+    });
+    doc["components"]["securitySchemes"] = json!({
+        "bearer": { "type": "http", "scheme": "bearer",
+            "description": "With --auth on every route but /health, /ready, /metrics and /openapi.json needs a token." }
+    });
+    doc["security"] = json!([{ "bearer": [] }]);
+    doc
 }
 
 fn schemas() -> Value {

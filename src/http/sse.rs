@@ -40,6 +40,9 @@ struct Subscription {
     /// Whether the subscription itself was forwarded here (then its reads
     /// are never forwarded again).
     forwarded: bool,
+    /// The subscriber's token: checked again before each read, and passed
+    /// on when a read is forwarded to the owner.
+    token: Option<std::sync::Arc<crate::auth::Secret>>,
 }
 
 fn error_event(e: &ApiError) -> Event {
@@ -68,10 +71,17 @@ impl Subscription {
             if self.done {
                 return None;
             }
+            if let Err(e) = super::auth::still_allowed(&self.state, self.token.as_deref(), &self.topic) {
+                self.done = true;
+                return Some(error_event(&e));
+            }
             let engine = self.state.engine.clone();
             let req = self.request(KEEP_ALIVE);
-            // The body is polled outside the request's task-local scope.
-            let read = crate::api::FORWARDED.scope(self.forwarded, engine.read(&self.topic, self.partition, req));
+            // The body is polled outside the request's task-local scopes.
+            let read = crate::api::CALLER_TOKEN.scope(
+                self.token.clone(),
+                crate::api::FORWARDED.scope(self.forwarded, engine.read(&self.topic, self.partition, req)),
+            );
             let result = tokio::select! {
                 _ = engine.live_reads_ended() => {
                     Err(ApiError::unavailable("the node is shutting down; reconnect with Last-Event-ID"))
@@ -123,6 +133,7 @@ pub async fn subscribe(
         buffered: VecDeque::new(),
         done: false,
         forwarded: crate::api::is_forwarded(),
+        token: crate::api::caller_token(),
     };
     // A first read without waiting, so a bad offset or an unavailable stream
     // is an ordinary HTTP error rather than an event.

@@ -1,13 +1,15 @@
 //! `/v1/topics`: create, list, describe, delete.
 
+use super::auth::Caller;
 use super::error::{HttpError, HttpResult};
 use super::Shared;
 use crate::api::{ApiError, ErrorCode};
+use crate::auth::Op;
 use crate::meta::view::validate_topic_name;
 use crate::meta::TopicConfig;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{Path, State};
+use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::Json;
@@ -53,10 +55,15 @@ pub(crate) fn json_error(e: serde_json::Error) -> HttpError {
     }
 }
 
-pub async fn create(State(state): State<Shared>, body: Result<Bytes, BytesRejection>) -> HttpResult<impl IntoResponse> {
+pub async fn create(
+    State(state): State<Shared>,
+    Extension(caller): Extension<Caller>,
+    body: Result<Bytes, BytesRejection>,
+) -> HttpResult<impl IntoResponse> {
     let body = body.map_err(body_error)?;
     let req: CreateTopic = serde_json::from_slice(&body).map_err(json_error)?;
     validate_topic_name(&req.name).map_err(|m| HttpError::new(ErrorCode::InvalidTopicName, m))?;
+    caller.require(Op::Admin, &req.name)?;
     let partitions = req.partitions.unwrap_or(1);
     if !(1..=MAX_PARTITIONS).contains(&partitions) {
         return Err(HttpError::new(
@@ -87,8 +94,11 @@ pub async fn create(State(state): State<Shared>, body: Result<Bytes, BytesReject
     ))
 }
 
-pub async fn list(State(state): State<Shared>) -> impl IntoResponse {
-    Json(json!({ "topics": state.engine.list_topics() }))
+/// Lists the topics the caller has any scope on (all of them with auth off).
+pub async fn list(State(state): State<Shared>, Extension(caller): Extension<Caller>) -> impl IntoResponse {
+    let mut topics = state.engine.list_topics();
+    topics.retain(|t| caller.sees(&t.name));
+    Json(json!({ "topics": topics }))
 }
 
 pub async fn describe(State(state): State<Shared>, Path(topic): Path<String>) -> HttpResult<impl IntoResponse> {

@@ -210,7 +210,9 @@ async fn offset_commit(
     let mut offsets = Vec::new();
     let mut out: Vec<(String, Vec<(i32, i16)>)> = Vec::with_capacity(req.topics.len());
     for (topic, parts) in &req.topics {
-        let count = engine.partitions(topic).ok();
+        let count = engine.partitions(topic);
+        let denied = matches!(&count, Err(e) if e.code == ErrorCode::Forbidden);
+        let count = count.ok();
         let mut answers = Vec::with_capacity(parts.len());
         for p in parts {
             let known = count.is_some_and(|n| p.partition >= 0 && (p.partition as u32) < n);
@@ -226,6 +228,8 @@ async fn offset_commit(
                 p.partition,
                 if known {
                     code::NONE
+                } else if denied {
+                    code::TOPIC_AUTHORIZATION_FAILED
                 } else {
                     code::UNKNOWN_TOPIC_OR_PARTITION
                 },
@@ -240,6 +244,7 @@ async fn offset_commit(
         let failed = match e.code {
             ErrorCode::TopicNotFound | ErrorCode::PartitionNotFound => code::UNKNOWN_TOPIC_OR_PARTITION,
             ErrorCode::Unavailable => gcode::COORDINATOR_NOT_AVAILABLE,
+            ErrorCode::Forbidden => code::TOPIC_AUTHORIZATION_FAILED,
             _ => code::UNKNOWN_SERVER_ERROR,
         };
         tracing::info!(group = %req.group_id, error = %e, "offset commit failed");

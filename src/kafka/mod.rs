@@ -12,11 +12,13 @@
 
 mod admin;
 pub mod admin_proto;
+pub mod authz;
 mod coordinator;
 pub mod group_proto;
 pub mod groups;
 pub mod producer;
 pub mod proto;
+pub mod sasl;
 pub mod wire;
 
 use crate::api::{ApiError, Engine, ErrorCode};
@@ -52,6 +54,8 @@ pub mod code {
     pub const FENCED_LEADER_EPOCH: i16 = 74;
     pub const UNKNOWN_LEADER_EPOCH: i16 = 75;
     pub const INVALID_RECORD: i16 = 87;
+    pub const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
+    pub const SASL_AUTHENTICATION_FAILED: i16 = super::sasl::SASL_AUTHENTICATION_FAILED;
     pub const THROTTLING_QUOTA_EXCEEDED: i16 = 89;
     pub const UNKNOWN_SERVER_ERROR: i16 = -1;
 }
@@ -84,6 +88,8 @@ pub fn error_code(e: &ApiError) -> i16 {
         ErrorCode::InvalidProducerEpoch => code::INVALID_PRODUCER_EPOCH,
         ErrorCode::InvalidTopicName => code::INVALID_TOPIC_EXCEPTION,
         ErrorCode::InvalidRequest | ErrorCode::InvalidOffset | ErrorCode::InvalidJson => code::INVALID_REQUEST,
+        ErrorCode::Forbidden => code::TOPIC_AUTHORIZATION_FAILED,
+        ErrorCode::Unauthenticated => code::SASL_AUTHENTICATION_FAILED,
         _ => code::UNKNOWN_SERVER_ERROR,
     }
 }
@@ -224,11 +230,13 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
         }
         std::future::pending::<()>().await
     };
-    let engine = engine.as_ref();
+    let engine = &engine;
     let groups = groups.as_ref();
+    let session = sasl::Session::default();
+    let session = &session;
     let handle = |frame: Bytes| -> Handled<'_> {
         let api = api_name(&frame);
-        Box::pin(timed(api, handle_in(engine, groups, opts, frame, peer)))
+        Box::pin(timed(api, handle_gated(engine, session, groups, opts, frame, peer)))
     };
     let process = async {
         let mut in_flight: std::collections::VecDeque<Handled<'_>> = std::collections::VecDeque::new();
@@ -308,6 +316,7 @@ fn api_name(frame: &[u8]) -> &'static str {
         Some(LIST_OFFSETS) => "list_offsets",
         Some(METADATA) => "metadata",
         Some(API_VERSIONS) => "api_versions",
+        Some(sasl::SASL_HANDSHAKE | sasl::SASL_AUTHENTICATE) => "sasl",
         Some(k) if is_group_api(k) => "group",
         Some(k) if admin_proto::is_admin_api(k) => "admin",
         _ => "other",
@@ -321,9 +330,56 @@ pub async fn handle(engine: &dyn Engine, opts: Options, frame: Bytes) -> Result<
     handle_in(engine, &Groups::new(), opts, frame, "").await
 }
 
+/// One frame of a connection with `session`: the SASL gate (see
+/// [`sasl`]) decides whether it is served, as whom, or closes the
+/// connection; an authenticated principal's requests run against its
+/// [`authz::Scoped`] view of the engine.
+async fn handle_gated(
+    engine: &Arc<dyn Engine>,
+    session: &sasl::Session,
+    groups: &Groups,
+    opts: Options,
+    frame: Bytes,
+    peer: &str,
+) -> Result<Option<Bytes>, DecodeError> {
+    let key = frame.get(..2).map_or(-1, |k| i16::from_be_bytes([k[0], k[1]]));
+    match session.gate(engine.as_ref(), key, &frame) {
+        sasl::Gate::Raw(reply) => Ok(Some(reply)),
+        sasl::Gate::Close(why) => {
+            tracing::info!(peer, key, why, "closing kafka connection");
+            Err(DecodeError {
+                at: 0,
+                message: why.to_string(),
+            })
+        }
+        sasl::Gate::Sasl | sasl::Gate::Serve(None) => {
+            handle_with(engine.as_ref(), session, groups, opts, frame, peer).await
+        }
+        sasl::Gate::Serve(Some(principal)) => {
+            let scoped = authz::Scoped {
+                inner: engine.clone(),
+                principal,
+            };
+            handle_with(&scoped, session, groups, opts, frame, peer).await
+        }
+    }
+}
+
 /// [`handle`] with the node's group coordinator state and the client's host.
 pub async fn handle_in(
     engine: &dyn Engine,
+    groups: &Groups,
+    opts: Options,
+    frame: Bytes,
+    peer: &str,
+) -> Result<Option<Bytes>, DecodeError> {
+    handle_with(engine, &sasl::Session::default(), groups, opts, frame, peer).await
+}
+
+/// [`handle_in`] on a connection's SASL session.
+async fn handle_with(
+    engine: &dyn Engine,
+    session: &sasl::Session,
     groups: &Groups,
     opts: Options,
     frame: Bytes,
@@ -390,6 +446,8 @@ pub async fn handle_in(
             coordinator::group_request(engine, groups, k, version, &mut r, &client, peer, &mut w).await?;
         }
         k if admin_proto::is_admin_api(k) => admin::request(engine, k, version, &mut r, &mut w).await?,
+        sasl::SASL_HANDSHAKE => session.handshake(version, &mut r, &mut w)?,
+        sasl::SASL_AUTHENTICATE => session.authenticate(engine, version, &mut r, &mut w)?,
         _ => unreachable!("supported() admits only the keys above"),
     }
     tracing::trace!(key, version, client = ?header.client_id, "kafka request answered");
@@ -470,6 +528,7 @@ async fn metadata(engine: &dyn Engine, opts: Options, version: i16, req: Metadat
                         Ok(_) => error(code::LEADER_NOT_AVAILABLE),
                         Err(e) if e.code == ErrorCode::TopicExists => error(code::LEADER_NOT_AVAILABLE),
                         Err(e) if e.code == ErrorCode::InvalidTopicName => error(code::INVALID_TOPIC_EXCEPTION),
+                        Err(e) if e.code == ErrorCode::Forbidden => error(code::TOPIC_AUTHORIZATION_FAILED),
                         Err(e) => {
                             tracing::info!(topic = %name, error = %e, "auto-create failed");
                             error(code::LEADER_NOT_AVAILABLE)

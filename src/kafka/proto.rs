@@ -2,7 +2,8 @@
 //! responses it sends, for exactly the versions in [`SUPPORTED`].
 //!
 //! Only non-flexible versions are implemented, except ApiVersions v3 (which
-//! librdkafka sends first) and DescribeCluster (flexible in every version);
+//! librdkafka sends first), SaslAuthenticate v2 and DescribeCluster
+//! (flexible in every version);
 //! clients negotiate down to these.
 
 use super::wire::{DecodeResult, Reader, Writer};
@@ -16,7 +17,7 @@ pub const API_VERSIONS: i16 = 18;
 
 /// (api key, min version, max version): what ApiVersions advertises, and
 /// exactly what the decoders below accept.
-pub const SUPPORTED: [(i16, i16, i16); 24] = [
+pub const SUPPORTED: [(i16, i16, i16); 26] = [
     (PRODUCE, 3, 8),
     (FETCH, 4, 11),
     (LIST_OFFSETS, 1, 5),
@@ -41,6 +42,8 @@ pub const SUPPORTED: [(i16, i16, i16); 24] = [
     (super::producer::OFFSET_FOR_LEADER_EPOCH, 0, 3),
     (super::admin_proto::INCREMENTAL_ALTER_CONFIGS, 0, 0),
     (super::admin_proto::DESCRIBE_CLUSTER, 0, 1),
+    (super::sasl::SASL_HANDSHAKE, 0, 1),
+    (super::sasl::SASL_AUTHENTICATE, 0, 2),
 ];
 
 pub fn supported(key: i16, version: i16) -> bool {
@@ -62,7 +65,9 @@ pub struct Header {
 
 /// Whether a request of this key and version uses the flexible header (v2).
 fn flexible(key: i16, version: i16) -> bool {
-    (key == API_VERSIONS && version >= 3) || key == super::admin_proto::DESCRIBE_CLUSTER
+    (key == API_VERSIONS && version >= 3)
+        || key == super::admin_proto::DESCRIBE_CLUSTER
+        || (key == super::sasl::SASL_AUTHENTICATE && version >= 2)
 }
 
 /// The header of a supported request; the reader is left at the body.

@@ -136,6 +136,11 @@ impl Reader {
     }
 
     /// INT32-length bytes; `None` for length -1. The bytes share the frame.
+    /// Exactly `n` bytes (already bounded by the caller's length check).
+    pub fn bytes_exact(&mut self, n: usize) -> DecodeResult<Bytes> {
+        self.take(n)
+    }
+
     pub fn nullable_bytes(&mut self) -> DecodeResult<Option<Bytes>> {
         let len = self.i32()?;
         if len == -1 {

@@ -204,6 +204,16 @@ pub enum Command {
     AllocateProducerIds {
         count: u32,
     },
+    // auth
+    /// Issue a token: its record holds the secret's hash, never the secret.
+    /// Applies only if the record is valid and its id is new.
+    CreateToken {
+        token: crate::auth::TokenRecord,
+    },
+    /// Revoke a token. Every node refuses it once it applies this entry.
+    RevokeToken {
+        id: String,
+    },
 }
 
 impl Command {
@@ -231,6 +241,8 @@ impl Command {
             Command::CommitOffsets { .. } => "CommitOffsets",
             Command::DeleteGroup { .. } => "DeleteGroup",
             Command::AllocateProducerIds { .. } => "AllocateProducerIds",
+            Command::CreateToken { .. } => "CreateToken",
+            Command::RevokeToken { .. } => "RevokeToken",
         }
     }
 }
@@ -248,6 +260,10 @@ pub enum Rejection {
     TopicNotFound(String),
     #[error("invalid: {0}")]
     Invalid(String),
+    #[error("token {0} does not exist")]
+    TokenNotFound(String),
+    #[error("token {0} already exists")]
+    TokenExists(String),
     /// The state no longer matches what the proposer saw.
     #[error("precondition failed: {0}")]
     Precondition(String),

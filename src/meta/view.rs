@@ -161,6 +161,11 @@ pub struct View {
     /// The next Kafka producer id no node has been given.
     #[serde(default)]
     pub next_producer_id: i64,
+    /// Issued, unrevoked tokens by id (hashes only). Absent from snapshots
+    /// written before tokens existed, and omitted while empty so those
+    /// stay readable by older nodes.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tokens: BTreeMap<String, crate::auth::TokenRecord>,
 }
 
 /// One consumer group's committed offsets: stream -> (offset, metadata).
@@ -334,6 +339,8 @@ impl View {
             Command::DrainNode { node, epoch } => self.drain_node(node, *epoch),
             Command::CommitOffsets { group, offsets } => self.commit_offsets(group, offsets),
             Command::DeleteGroup { group } => self.delete_group(group),
+            Command::CreateToken { token } => self.create_token(token),
+            Command::RevokeToken { id } => self.revoke_token(id),
             Command::AllocateProducerIds { count } => {
                 return match self.allocate_producer_ids(*count) {
                     Ok(first) => Outcome::ProducerIds { first },
@@ -866,6 +873,27 @@ impl View {
         Ok(first)
     }
 
+    fn create_token(&mut self, token: &crate::auth::TokenRecord) -> Result<(), Rejection> {
+        token.validate().map_err(Rejection::Invalid)?;
+        if self.tokens.len() >= MAX_TOKENS {
+            return Err(Rejection::Invalid(format!(
+                "a cluster holds at most {MAX_TOKENS} tokens"
+            )));
+        }
+        if self.tokens.contains_key(&token.id) {
+            return Err(Rejection::TokenExists(token.id.clone()));
+        }
+        self.tokens.insert(token.id.clone(), token.clone());
+        Ok(())
+    }
+
+    fn revoke_token(&mut self, id: &str) -> Result<(), Rejection> {
+        self.tokens
+            .remove(id)
+            .map(|_| ())
+            .ok_or_else(|| Rejection::TokenNotFound(id.to_string()))
+    }
+
     fn commit_offsets(&mut self, group: &str, offsets: &[(StreamId, i64, Option<String>)]) -> Result<(), Rejection> {
         if group.is_empty() {
             return Err(Rejection::Invalid("group id is empty".into()));
@@ -934,6 +962,9 @@ pub fn validate_topic_name(name: &str) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// The most tokens a cluster holds (each is in every snapshot).
+pub const MAX_TOKENS: usize = 10_000;
 
 /// The most producer ids one `AllocateProducerIds` reserves.
 pub const MAX_PRODUCER_ID_BLOCK: u32 = 100_000;

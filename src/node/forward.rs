@@ -77,6 +77,19 @@ async fn error_from(addr: &str, resp: reqwest::Response) -> ApiError {
     e
 }
 
+/// The caller's own `Authorization` header, if the request had a token:
+/// the owner authenticates and authorizes the caller, not this node.
+fn caller_credentials() -> reqwest::header::HeaderMap {
+    let mut h = reqwest::header::HeaderMap::new();
+    if let Some(token) = crate::api::caller_token() {
+        if let Ok(mut v) = reqwest::header::HeaderValue::from_str(&format!("Bearer {}", token.expose())) {
+            v.set_sensitive(true);
+            h.insert(reqwest::header::AUTHORIZATION, v);
+        }
+    }
+    h
+}
+
 impl Forwarder {
     pub async fn append(&self, addr: &str, topic: &str, partition: u32, records: &[Record]) -> ApiResult<Appended> {
         let records: Vec<Value> = records
@@ -91,6 +104,7 @@ impl Forwarder {
             .client
             .post(url)
             .header(FORWARDED_HEADER, "1")
+            .headers(caller_credentials())
             .json(&json!({ "records": records }))
             .send()
             .await
@@ -127,6 +141,7 @@ impl Forwarder {
             .client
             .get(url)
             .header(FORWARDED_HEADER, "1")
+            .headers(caller_credentials())
             .timeout(req.wait + Duration::from_secs(10))
             .send()
             .await

@@ -86,6 +86,8 @@ pub struct Node {
     pub budget: Arc<Budget>,
     pub reader: ChunkReader,
     forwarder: forward::Forwarder,
+    /// Checks tokens against this node's view (`--auth on`).
+    pub(crate) auth: crate::auth::Auth,
     streams: RwLock<HashMap<StreamId, Arc<OpenStream>>>,
     /// Streams being handed to a transfer target.
     handing_off: Mutex<std::collections::HashSet<StreamId>>,
@@ -133,6 +135,14 @@ impl Node {
         };
         meta.set_epoch(epoch);
         tracing::info!(node = %id, %epoch, "registered");
+        if config.auth {
+            tracing::info!("--auth on: HTTP needs bearer tokens, Kafka needs SASL/PLAIN");
+        } else {
+            tracing::warn!(
+                "--auth off: NO AUTHENTICATION. Anyone who can reach the HTTP and Kafka ports can read, write \
+                 and delete every topic. Use --auth on --admin-token-file FILE outside a laptop (docs/security.md)"
+            );
+        }
         let wal_config = WalConfig {
             linger: config.wal_linger,
             segment_bytes: config.wal_segment_bytes,
@@ -143,6 +153,7 @@ impl Node {
             budget: Arc::new(Budget::new(config.max_buffered_bytes)),
             reader: ChunkReader::new(backends.data.clone(), config.read_cache_bytes),
             forwarder: forward::Forwarder::default(),
+            auth: crate::auth::Auth::new(config.admin_token.as_ref(), crate::auth::system_clock()),
             config,
             id,
             epoch,

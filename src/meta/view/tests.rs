@@ -3,6 +3,7 @@
 use super::*;
 
 mod admin;
+mod tokens;
 
 fn n(s: &str) -> NodeId {
     NodeId::new(s)
