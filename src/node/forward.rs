@@ -13,7 +13,7 @@ use std::time::Duration;
 
 #[derive(Debug, Clone)]
 pub struct Forwarder {
-    client: reqwest::Client,
+    client: forward_http::Client,
     /// `http` or, when this node serves TLS, `https`: a cluster runs TLS on
     /// every node or on none.
     scheme: &'static str,
@@ -29,11 +29,11 @@ impl Forwarder {
     /// A forwarder speaking TLS with `tls` (the node's client config, which
     /// trusts `--tls-ca` or the node's own certificate), or plaintext.
     pub fn new(tls: Option<&crate::net::Tls>) -> Self {
-        let mut builder = reqwest::Client::builder()
+        let mut builder = forward_http::Client::builder()
             .connect_timeout(Duration::from_secs(2))
             .pool_idle_timeout(Duration::from_secs(30));
         if let Some(tls) = tls {
-            builder = builder.use_preconfigured_tls((*tls.client).clone());
+            builder = builder.tls_backend_preconfigured((*tls.client).clone());
         }
         let client = builder.build().expect("HTTP client");
         Self {
@@ -77,7 +77,7 @@ fn unreachable_owner(addr: &str, e: impl std::fmt::Display) -> ApiError {
 }
 
 /// Turn the owner's error answer into ours.
-async fn error_from(addr: &str, resp: reqwest::Response) -> ApiError {
+async fn error_from(addr: &str, resp: forward_http::Response) -> ApiError {
     let status = resp.status();
     let body: Value = resp.json().await.unwrap_or(Value::Null);
     let err = &body["error"];
