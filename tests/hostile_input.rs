@@ -267,7 +267,7 @@ fn connections_over_the_cap_are_closed_and_open_ones_keep_working() {
     // HTTP keep-alive connections hold their slots the same way.
     let ready = b"GET /ready HTTP/1.1\r\nHost: x\r\n\r\n";
     let mut open: Vec<TcpStream> = (0..4).map(|_| connect(&http)).collect();
-    let mut answered = |s: &mut TcpStream| {
+    let answered = |s: &mut TcpStream| {
         s.write_all(ready).unwrap();
         let mut buf = [0u8; 12];
         s.read_exact(&mut buf).unwrap();
