@@ -308,3 +308,55 @@ fn connections_over_the_cap_are_closed_and_open_ones_keep_working() {
     });
     assert!(answered_again, "a slot freed on Kafka");
 }
+
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// docs/security.md records the measured numbers; this only guards against
+/// a node that sizes buffers from the claim (which would grow by GiBs).
+#[test]
+fn frames_claiming_2_gib_leave_memory_flat() {
+    if !std::path::Path::new("/proc/self/status").exists() {
+        eprintln!("skipping: no /proc to read VmRSS from");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // The default frame limit (100 MiB), so a claim just under it is read.
+    let server = Server::start(
+        "n1",
+        dir.path(),
+        free_port(),
+        &[
+            "--metadata",
+            "memory://",
+            "--object-store",
+            "memory://",
+            "--read-timeout-sec",
+            "2",
+        ],
+    );
+    let pid = server.child.id();
+    let before = rss_kib(pid);
+    for claim in [i32::MAX as u32, 100 << 20] {
+        let mut conns: Vec<TcpStream> = (0..50)
+            .map(|_| {
+                let mut s = connect(&server.kafka_addr);
+                s.write_all(&claim.to_be_bytes()).unwrap();
+                s.write_all(&[0u8; 16]).unwrap();
+                s
+            })
+            .collect();
+        for s in conns.iter_mut() {
+            assert!(until_closed(s).is_empty(), "a {claim}-byte claim is closed unanswered");
+        }
+    }
+    let after = rss_kib(pid);
+    assert!(
+        after < before + 64 * 1024,
+        "VmRSS grew from {before} KiB to {after} KiB after 100 lying frames"
+    );
+    still_serving(&server);
+}

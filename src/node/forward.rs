@@ -31,7 +31,9 @@ impl Forwarder {
     pub fn new(tls: Option<&crate::net::Tls>) -> Self {
         let mut builder = forward_http::Client::builder()
             .connect_timeout(Duration::from_secs(2))
-            .pool_idle_timeout(Duration::from_secs(30));
+            // Under the peers' idle keep-alive timeout (--read-timeout-sec, 30 s by
+            // default), so a pooled connection is not reused as the peer closes it.
+            .pool_idle_timeout(Duration::from_secs(10));
         if let Some(tls) = tls {
             builder = builder.tls_backend_preconfigured((*tls.client).clone());
         }
