@@ -464,6 +464,41 @@ mod tests {
     }
 
     #[test]
+    fn transport_flags_default_and_bad_values_are_refused() {
+        let c = parse(&["--node-id", "n1"]).validate().unwrap();
+        assert!(c.tls.is_none());
+        assert_eq!(c.max_connections, 4096);
+        assert_eq!(c.read_timeout, Duration::from_secs(30));
+        assert_eq!(c.kafka_idle_timeout, Duration::from_secs(600));
+        assert_eq!(c.max_header_bytes, 64 * 1024);
+        for (flag, bad) in [
+            ("--max-connections", "0"),
+            ("--read-timeout-sec", "0"),
+            ("--kafka-idle-timeout-sec", "0"),
+            ("--max-header-bytes", "100"),
+        ] {
+            let err = parse(&["--node-id", "n1", flag, bad]).validate().unwrap_err();
+            assert!(err.contains(flag), "{err}");
+        }
+        // A certificate without its key (and the reverse) is a usage error.
+        let mut cli = vec!["sluice", "--node-id", "n1", "--tls-cert", "/c.pem"];
+        assert!(Cli::try_parse_from(&cli).is_err());
+        cli[3] = "--tls-key";
+        assert!(Cli::try_parse_from(&cli).is_err());
+        let err = parse(&[
+            "--node-id",
+            "n1",
+            "--tls-cert",
+            "/nonexistent/c.pem",
+            "--tls-key",
+            "/nonexistent/k.pem",
+        ])
+        .validate()
+        .unwrap_err();
+        assert!(err.starts_with("--tls-cert /nonexistent/c.pem"), "{err}");
+    }
+
+    #[test]
     fn node_timeout_not_above_the_heartbeat_interval_is_refused() {
         let err = parse(&["--node-id", "n1", "--node-timeout-sec", "5"])
             .validate()
