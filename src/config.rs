@@ -56,6 +56,36 @@ pub struct ServeArgs {
     #[arg(long, env = "SLUICE_KAFKA_MAX_FRAME_BYTES", default_value_t = 100 * 1024 * 1024)]
     pub kafka_max_frame_bytes: usize,
 
+    /// PEM certificate chain: serve both listeners over TLS (with --tls-key).
+    #[arg(long, env = "SLUICE_TLS_CERT", requires = "tls_key")]
+    pub tls_cert: Option<std::path::PathBuf>,
+
+    /// PEM private key of --tls-cert.
+    #[arg(long, env = "SLUICE_TLS_KEY", requires = "tls_cert")]
+    pub tls_key: Option<std::path::PathBuf>,
+
+    /// PEM CA certificates this node trusts when it forwards to other nodes
+    /// over TLS (default: the certificates in --tls-cert).
+    #[arg(long, env = "SLUICE_TLS_CA", requires = "tls_cert")]
+    pub tls_ca: Option<std::path::PathBuf>,
+
+    /// Connections each listener keeps open at once; more are closed on accept.
+    #[arg(long, env = "SLUICE_MAX_CONNECTIONS", default_value_t = 4096)]
+    pub max_connections: usize,
+
+    /// Seconds a client may take for a TLS handshake, an HTTP request head, a
+    /// Kafka frame once started, or a pause inside an HTTP body.
+    #[arg(long, env = "SLUICE_READ_TIMEOUT_SEC", default_value_t = 30)]
+    pub read_timeout_sec: u64,
+
+    /// Seconds a Kafka connection may sit without a request (connections.max.idle.ms).
+    #[arg(long, env = "SLUICE_KAFKA_IDLE_TIMEOUT_SEC", default_value_t = 600)]
+    pub kafka_idle_timeout_sec: u64,
+
+    /// Largest HTTP request head (request line and headers) accepted.
+    #[arg(long, env = "SLUICE_MAX_HEADER_BYTES", default_value_t = 64 * 1024)]
+    pub max_header_bytes: usize,
+
     /// Create a topic (one partition) when a Kafka Metadata request names an unknown one.
     #[arg(long, env = "SLUICE_AUTO_CREATE_TOPICS", default_value_t = true, action = clap::ArgAction::Set)]
     pub auto_create_topics: bool,
@@ -197,6 +227,11 @@ pub struct Config {
     pub advertised_http_addr: String,
     pub advertised_kafka_addr: String,
     pub kafka_max_frame_bytes: usize,
+    pub tls: Option<crate::net::Tls>,
+    pub max_connections: usize,
+    pub read_timeout: Duration,
+    pub kafka_idle_timeout: Duration,
+    pub max_header_bytes: usize,
     pub auto_create_topics: bool,
     pub heartbeat_interval: Duration,
     pub node_timeout_heartbeats: u64,
@@ -295,6 +330,9 @@ impl ServeArgs {
             ("--max-record-bytes", self.max_record_bytes),
             ("--max-request-bytes", self.max_request_bytes),
             ("--kafka-max-frame-bytes", self.kafka_max_frame_bytes),
+            ("--max-connections", self.max_connections),
+            ("--read-timeout-sec", self.read_timeout_sec as usize),
+            ("--kafka-idle-timeout-sec", self.kafka_idle_timeout_sec as usize),
         ] {
             if v == 0 {
                 return Err(format!("{flag} must be at least 1"));
@@ -358,6 +396,17 @@ impl ServeArgs {
             None if auth => return Err("--auth on requires --admin-token-file (the bootstrap admin secret)".into()),
             None => None,
         };
+        if self.max_header_bytes < 8192 {
+            return Err(format!(
+                "--max-header-bytes ({}) must be at least 8192",
+                self.max_header_bytes
+            ));
+        }
+        let tls = match (&self.tls_cert, &self.tls_key) {
+            (Some(cert), Some(key)) => Some(crate::net::Tls::load(cert, key, self.tls_ca.as_deref())?),
+            (None, None) => None,
+            _ => return Err("--tls-cert and --tls-key must be given together".into()),
+        };
         let host = host_name();
         Ok(Config {
             node_id,
@@ -381,6 +430,11 @@ impl ServeArgs {
             http_addr: self.http_addr.clone(),
             kafka_addr: self.kafka_addr.clone(),
             kafka_max_frame_bytes: self.kafka_max_frame_bytes,
+            tls,
+            max_connections: self.max_connections,
+            read_timeout: Duration::from_secs(self.read_timeout_sec),
+            kafka_idle_timeout: Duration::from_secs(self.kafka_idle_timeout_sec),
+            max_header_bytes: self.max_header_bytes,
             auto_create_topics: self.auto_create_topics,
             heartbeat_interval: Duration::from_secs(hb),
             node_timeout_heartbeats: crate::meta::liveness::heartbeats_for(self.node_timeout_sec, hb),
@@ -457,6 +511,41 @@ mod tests {
             .validate()
             .unwrap_err();
         assert!(err.contains("--kafka-max-frame-bytes"), "{err}");
+    }
+
+    #[test]
+    fn transport_flags_default_and_bad_values_are_refused() {
+        let c = parse(&["--node-id", "n1"]).validate().unwrap();
+        assert!(c.tls.is_none());
+        assert_eq!(c.max_connections, 4096);
+        assert_eq!(c.read_timeout, Duration::from_secs(30));
+        assert_eq!(c.kafka_idle_timeout, Duration::from_secs(600));
+        assert_eq!(c.max_header_bytes, 64 * 1024);
+        for (flag, bad) in [
+            ("--max-connections", "0"),
+            ("--read-timeout-sec", "0"),
+            ("--kafka-idle-timeout-sec", "0"),
+            ("--max-header-bytes", "100"),
+        ] {
+            let err = parse(&["--node-id", "n1", flag, bad]).validate().unwrap_err();
+            assert!(err.contains(flag), "{err}");
+        }
+        // A certificate without its key (and the reverse) is a usage error.
+        let mut cli = vec!["sluice", "--node-id", "n1", "--tls-cert", "/c.pem"];
+        assert!(Cli::try_parse_from(&cli).is_err());
+        cli[3] = "--tls-key";
+        assert!(Cli::try_parse_from(&cli).is_err());
+        let err = parse(&[
+            "--node-id",
+            "n1",
+            "--tls-cert",
+            "/nonexistent/c.pem",
+            "--tls-key",
+            "/nonexistent/k.pem",
+        ])
+        .validate()
+        .unwrap_err();
+        assert!(err.starts_with("--tls-cert /nonexistent/c.pem"), "{err}");
     }
 
     #[test]

@@ -17,6 +17,7 @@
 //! - [`config`]: every flag and its validation.
 //! - [`http`], [`cli`], [`server`], [`bench`]: the HTTP front door, the client
 //!   commands, `sluice serve`, and the load generator.
+//! - [`net`]: what both listeners share: TLS, the connection cap, read timeouts.
 //! - [`telemetry`]: logs and Prometheus metrics.
 pub mod api;
 pub mod auth;
@@ -29,6 +30,7 @@ pub mod http;
 pub mod ids;
 pub mod kafka;
 pub mod meta;
+pub mod net;
 pub mod node;
 pub mod server;
 pub mod store;

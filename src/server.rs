@@ -32,8 +32,9 @@ pub async fn serve(config: Config) -> anyhow::Result<Exit> {
         config.advertised_kafka_addr = kafka.local_addr()?.to_string();
     }
     let node = Node::start(config).await?;
-    tracing::info!(addr = %listener.local_addr()?, node = %node.id, epoch = %node.epoch, "serving HTTP");
-    tracing::info!(addr = %kafka.local_addr()?, advertised = %node.config.advertised_kafka_addr, "serving Kafka");
+    let tls = node.config.tls.is_some();
+    tracing::info!(addr = %listener.local_addr()?, node = %node.id, epoch = %node.epoch, tls, "serving HTTP");
+    tracing::info!(addr = %kafka.local_addr()?, advertised = %node.config.advertised_kafka_addr, tls, "serving Kafka");
     run(node, listener, Some(kafka)).await
 }
 
@@ -42,17 +43,20 @@ pub async fn run(node: Arc<Node>, listener: TcpListener, kafka: Option<TcpListen
     let app = crate::http::router(node.clone());
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let (kafka_stop_tx, kafka_stop_rx) = tokio::sync::watch::channel(false);
+    let transport = crate::net::Transport::from_config(&node.config);
     let kafka = kafka.map(|l| {
         let opts = crate::kafka::Options::from_config(&node.config);
-        tokio::spawn(crate::kafka::serve(node.clone(), l, opts, kafka_stop_rx))
+        tokio::spawn(crate::kafka::serve_with(
+            node.clone(),
+            l,
+            opts,
+            transport.clone(),
+            kafka_stop_rx,
+        ))
     });
-    let http = tokio::spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async {
-                let _ = stop_rx.await;
-            })
-            .await
-    });
+    let http = tokio::spawn(crate::net::serve_http(listener, app, transport, async {
+        let _ = stop_rx.await;
+    }));
     let server = async move {
         let _ = http.await;
         if let Some(k) = kafka {

@@ -23,6 +23,7 @@ pub mod wire;
 
 use crate::api::{ApiError, Engine, ErrorCode};
 use crate::ids::Offset;
+use crate::net::{Stream, Transport};
 use bytes::Bytes;
 use group_proto::*;
 use groups::Groups;
@@ -101,11 +102,26 @@ pub fn broker_id(node: &str) -> i32 {
 
 /// Serve Kafka clients on `listener` until `stop` turns true; then stop
 /// accepting, close idle connections, and wait (bounded) for requests in
-/// flight.
+/// flight. Plaintext, with [`Transport::plain`]'s limits.
 pub async fn serve(engine: Arc<dyn Engine>, listener: TcpListener, opts: Options, stop: watch::Receiver<bool>) {
+    serve_with(engine, listener, opts, Transport::plain(), stop).await
+}
+
+/// [`serve`] with the node's transport settings: TLS (Kafka's
+/// `security.protocol=SSL`), the connection cap, and the read and idle
+/// timeouts.
+pub async fn serve_with(
+    engine: Arc<dyn Engine>,
+    listener: TcpListener,
+    opts: Options,
+    transport: Transport,
+    stop: watch::Receiver<bool>,
+) {
     let mut conns = tokio::task::JoinSet::new();
     let mut stopping = stop.clone();
     let groups = Arc::new(Groups::new());
+    let limit = crate::net::ConnLimit::new("kafka", transport.max_connections);
+    let transport = Arc::new(transport);
     let ticker = tokio::spawn({
         let groups = groups.clone();
         async move {
@@ -120,11 +136,21 @@ pub async fn serve(engine: Arc<dyn Engine>, listener: TcpListener, opts: Options
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((socket, peer)) => {
-                    let _ = socket.set_nodelay(true);
-                    let (engine, stop, groups) = (engine.clone(), stop.clone(), groups.clone());
+                    let Some(permit) = limit.admit() else {
+                        tracing::debug!(%peer, "kafka connection refused: at --max-connections");
+                        drop(socket);
+                        continue;
+                    };
+                    let (engine, stop, groups, transport) = (engine.clone(), stop.clone(), groups.clone(), transport.clone());
                     conns.spawn(async move {
+                        let _permit = permit;
                         let host = peer.ip().to_string();
-                        if let Err(e) = connection(engine, groups, opts, socket, &host, stop).await {
+                        let timeouts = FrameTimeouts { idle: transport.idle_timeout, read: transport.read_timeout };
+                        let closed = match Stream::accept(socket, &transport).await {
+                            Ok(stream) => connection(engine, groups, opts, timeouts, stream, &host, stop).await,
+                            Err(e) => Err(e.into()),
+                        };
+                        if let Err(e) = closed {
                             tracing::info!(%peer, error = %e, "kafka connection closed");
                         }
                     });
@@ -161,6 +187,50 @@ pub enum ConnError {
     Truncated { got: usize, want: usize },
     #[error(transparent)]
     Decode(#[from] DecodeError),
+    #[error("no request for {0:?} (idle timeout)")]
+    Idle(Duration),
+    #[error("frame not complete {0:?} after its first byte (read timeout)")]
+    Slow(Duration),
+}
+
+/// How long a connection may wait for the next frame, and for the rest of a
+/// frame once its first byte arrived.
+#[derive(Debug, Clone, Copy)]
+pub struct FrameTimeouts {
+    pub idle: Duration,
+    pub read: Duration,
+}
+
+impl FrameTimeouts {
+    /// Effectively unbounded: for callers that bound time themselves.
+    pub const NONE: FrameTimeouts = FrameTimeouts {
+        idle: Duration::from_secs(365 * 24 * 3600),
+        read: Duration::from_secs(365 * 24 * 3600),
+    };
+}
+
+/// [`read_frame`] with a deadline: the first byte must come within
+/// `timeouts.idle`, the rest of the frame within `timeouts.read` of it. A
+/// client that starts a frame and stalls (slowloris) is cut off; one that is
+/// merely quiet between requests may stay up to the idle timeout.
+pub async fn read_frame_timed<R: AsyncRead + Unpin>(
+    r: &mut R,
+    max_frame_bytes: usize,
+    timeouts: FrameTimeouts,
+) -> Result<Option<Bytes>, ConnError> {
+    let mut first = [0u8; 1];
+    let n = match tokio::time::timeout(timeouts.idle, r.read(&mut first)).await {
+        Ok(n) => n?,
+        Err(_) => return Err(ConnError::Idle(timeouts.idle)),
+    };
+    if n == 0 {
+        return Ok(None);
+    }
+    let mut rest = tokio::io::AsyncReadExt::chain(&first[..], r);
+    match tokio::time::timeout(timeouts.read, read_frame(&mut rest, max_frame_bytes)).await {
+        Ok(frame) => frame,
+        Err(_) => Err(ConnError::Slow(timeouts.read)),
+    }
 }
 
 /// Reads one size-prefixed frame; `None` at a clean end of stream. The body
@@ -212,6 +282,7 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
     engine: Arc<dyn Engine>,
     groups: Arc<Groups>,
     opts: Options,
+    timeouts: FrameTimeouts,
     socket: S,
     peer: &str,
     mut stop: watch::Receiver<bool>,
@@ -222,7 +293,7 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
     // cancel-safe, so it must never be a branch of the select below.
     let reader = async {
         loop {
-            let frame = read_frame(&mut rd, opts.max_frame_bytes).await;
+            let frame = read_frame_timed(&mut rd, opts.max_frame_bytes, timeouts).await;
             let last = !matches!(frame, Ok(Some(_)));
             if frames_tx.send(frame).await.is_err() || last {
                 break;

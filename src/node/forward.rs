@@ -13,17 +13,35 @@ use std::time::Duration;
 
 #[derive(Debug, Clone)]
 pub struct Forwarder {
-    client: reqwest::Client,
+    client: forward_http::Client,
+    /// `http` or, when this node serves TLS, `https`: a cluster runs TLS on
+    /// every node or on none.
+    scheme: &'static str,
 }
 
 impl Default for Forwarder {
     fn default() -> Self {
-        let client = reqwest::Client::builder()
+        Self::new(None)
+    }
+}
+
+impl Forwarder {
+    /// A forwarder speaking TLS with `tls` (the node's client config, which
+    /// trusts `--tls-ca` or the node's own certificate), or plaintext.
+    pub fn new(tls: Option<&crate::net::Tls>) -> Self {
+        let mut builder = forward_http::Client::builder()
             .connect_timeout(Duration::from_secs(2))
-            .pool_idle_timeout(Duration::from_secs(30))
-            .build()
-            .expect("HTTP client");
-        Self { client }
+            // Under the peers' idle keep-alive timeout (--read-timeout-sec, 30 s by
+            // default), so a pooled connection is not reused as the peer closes it.
+            .pool_idle_timeout(Duration::from_secs(10));
+        if let Some(tls) = tls {
+            builder = builder.tls_backend_preconfigured((*tls.client).clone());
+        }
+        let client = builder.build().expect("HTTP client");
+        Self {
+            client,
+            scheme: if tls.is_some() { "https" } else { "http" },
+        }
     }
 }
 
@@ -61,7 +79,7 @@ fn unreachable_owner(addr: &str, e: impl std::fmt::Display) -> ApiError {
 }
 
 /// Turn the owner's error answer into ours.
-async fn error_from(addr: &str, resp: reqwest::Response) -> ApiError {
+async fn error_from(addr: &str, resp: forward_http::Response) -> ApiError {
     let status = resp.status();
     let body: Value = resp.json().await.unwrap_or(Value::Null);
     let err = &body["error"];
@@ -99,7 +117,10 @@ impl Forwarder {
                 json!({"key": b64(&r.key), "value": b64(&r.value), "headers": headers})
             })
             .collect();
-        let url = format!("http://{addr}/v1/topics/{topic}/partitions/{partition}/records?encoding=base64");
+        let url = format!(
+            "{}://{addr}/v1/topics/{topic}/partitions/{partition}/records?encoding=base64",
+            self.scheme
+        );
         let resp = self
             .client
             .post(url)
@@ -127,7 +148,8 @@ impl Forwarder {
 
     pub async fn read(&self, addr: &str, topic: &str, partition: u32, req: &ReadRequest) -> ApiResult<ReadResult> {
         let mut url = format!(
-            "http://{addr}/v1/topics/{topic}/partitions/{partition}/records?encoding=base64&limit={}&max_bytes={}&wait_ms={}",
+            "{}://{addr}/v1/topics/{topic}/partitions/{partition}/records?encoding=base64&limit={}&max_bytes={}&wait_ms={}",
+            self.scheme,
             req.limit.min(10_000),
             req.max_bytes,
             req.wait.as_millis()

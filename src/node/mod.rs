@@ -152,7 +152,7 @@ impl Node {
         let node = Arc::new(Node {
             budget: Arc::new(Budget::new(config.max_buffered_bytes)),
             reader: ChunkReader::new(backends.data.clone(), config.read_cache_bytes),
-            forwarder: forward::Forwarder::default(),
+            forwarder: forward::Forwarder::new(config.tls.as_ref()),
             auth: crate::auth::Auth::new(config.admin_token.as_ref(), crate::auth::system_clock()),
             config,
             id,

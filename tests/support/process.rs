@@ -64,9 +64,10 @@ impl Server {
             .stdout(log.try_clone().unwrap())
             .stderr(log);
         let child = cmd.spawn().expect("spawn sluice");
+        let scheme = if extra.contains(&"--tls-cert") { "https" } else { "http" };
         let mut server = Server {
             child,
-            url: format!("http://127.0.0.1:{port}"),
+            url: format!("{scheme}://127.0.0.1:{port}"),
             node_id: node_id.to_string(),
             data_dir: data_dir.to_path_buf(),
             port,
@@ -79,8 +80,16 @@ impl Server {
 
     pub fn wait_ready(&mut self, timeout: Duration) {
         let deadline = Instant::now() + timeout;
+        let tls = self.url.starts_with("https");
         while Instant::now() < deadline {
-            if http_status(self.port, "/ready") == Some(200) {
+            // A TLS node cannot be asked in plaintext; it logs this line once
+            // it has registered and serves both listeners.
+            let ready = if tls {
+                self.log().contains("serving Kafka")
+            } else {
+                http_status(self.port, "/ready") == Some(200)
+            };
+            if ready {
                 return;
             }
             if let Ok(Some(status)) = self.child.try_wait() {

@@ -1,0 +1,467 @@
+//! Fuzzing every decoder that reads bytes Sluice did not write itself (or
+//! wrote and may read back damaged): Kafka request frames (header and body,
+//! through `kafka::handle` on a real in-process node), HTTP append bodies
+//! (through the router), WAL segments and fence markers, data-object
+//! footers, record batches, and metadata-log entries and snapshots.
+//!
+//! Each target gets arbitrary bytes and mutations of valid encodings
+//! (bytes flipped to extremes, truncated, extended, spliced). The only
+//! acceptable outcomes are an error or a value: a panic fails the case, and
+//! an allocation above [`HUGE`] aborts the whole binary (see [`Guard`]) — the
+//! failure mode of decoders that size buffers from wire counts.
+//!
+//! `SLUICE_FUZZ_CASES` sets the cases per target (default 256, a few
+//! seconds each); docs/security.md records the long runs.
+
+mod support;
+
+use bytes::Bytes;
+use proptest::prelude::*;
+use proptest::test_runner::{Config as ProptestConfig, TestRunner};
+use sluice::api::Engine;
+use sluice::ids::{NodeEpoch, NodeId, Offset, SegmentSeq, StreamEpoch, StreamId, TopicId};
+use sluice::kafka::wire::Writer;
+use sluice::stream::batch::{encode_batch, Record};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// No decoder may ask for this much at once on inputs of a few KiB.
+const HUGE: usize = 256 << 20;
+
+/// The system allocator, refusing (so the process aborts, naming the size)
+/// any single allocation above [`HUGE`], and remembering the largest seen.
+struct Guard;
+
+static LARGEST: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Guard {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LARGEST.fetch_max(layout.size(), Ordering::Relaxed);
+        if layout.size() > HUGE {
+            return std::ptr::null_mut();
+        }
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        LARGEST.fetch_max(new_size, Ordering::Relaxed);
+        if new_size > HUGE {
+            return std::ptr::null_mut();
+        }
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Guard = Guard;
+
+fn cases() -> u32 {
+    std::env::var("SLUICE_FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(256)
+}
+
+fn runner() -> TestRunner {
+    TestRunner::new(ProptestConfig {
+        cases: cases(),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })
+}
+
+/// Arbitrary bytes, or one of `valid` flipped, truncated, extended or spliced.
+fn inputs(valid: Vec<Vec<u8>>) -> BoxedStrategy<Vec<u8>> {
+    let n = valid.len();
+    let valid = Arc::new(valid);
+    let (v1, v2, v3, v4) = (valid.clone(), valid.clone(), valid.clone(), valid);
+    let extreme = prop_oneof![Just(0u8), Just(0x7f), Just(0x80), Just(0xff), any::<u8>()];
+    prop_oneof![
+        proptest::collection::vec(any::<u8>(), 0..512),
+        (
+            0..n,
+            proptest::collection::vec((any::<prop::sample::Index>(), extreme), 1..6)
+        )
+            .prop_map(move |(i, flips)| {
+                let mut b = v1[i].clone();
+                if !b.is_empty() {
+                    for (at, byte) in flips {
+                        let at = at.index(b.len());
+                        b[at] = byte;
+                    }
+                }
+                b
+            }),
+        (0..n, any::<prop::sample::Index>()).prop_map(move |(i, cut)| {
+            let b = &v2[i];
+            b[..cut.index(b.len() + 1)].to_vec()
+        }),
+        (0..n, proptest::collection::vec(any::<u8>(), 1..64)).prop_map(move |(i, tail)| {
+            let mut b = v3[i].clone();
+            b.extend(tail);
+            b
+        }),
+        (0..n, 0..n, any::<prop::sample::Index>(), any::<prop::sample::Index>()).prop_map(move |(i, j, a, b)| {
+            let (x, y) = (&v4[i], &v4[j]);
+            let mut out = x[..a.index(x.len() + 1)].to_vec();
+            out.extend_from_slice(&y[b.index(y.len() + 1)..]);
+            out
+        }),
+    ]
+    .boxed()
+}
+
+/// Runs `check` on every input; a panic inside fails the target.
+fn fuzz(name: &str, valid: Vec<Vec<u8>>, check: impl Fn(&[u8])) {
+    let mut runner = runner();
+    let result = runner.run(&inputs(valid), |input| {
+        check(&input);
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{name}: {e}");
+    }
+    eprintln!(
+        "{name}: {} cases, largest allocation so far {} bytes",
+        cases(),
+        LARGEST.load(Ordering::Relaxed)
+    );
+}
+
+fn record(value: &str) -> Record {
+    Record {
+        timestamp_ms: 1_000,
+        key: Some(Bytes::from_static(b"k")),
+        value: Some(Bytes::copy_from_slice(value.as_bytes())),
+        headers: vec![("h".into(), Some(Bytes::from_static(b"x")))],
+    }
+}
+
+fn open(engine: &dyn Engine, topic: &str) -> bool {
+    engine
+        .describe_topic(topic)
+        .is_ok_and(|d| d.partition_info.iter().all(|p| p.state == "open"))
+}
+
+// ------------------------------------------------------------ Kafka
+
+fn kafka_request(key: i16, version: i16, body: impl FnOnce(&mut Writer)) -> Vec<u8> {
+    let mut w = Writer::default();
+    w.i16(key);
+    w.i16(version);
+    w.i32(7);
+    w.string("fuzz");
+    if key == 18 && version >= 3 {
+        w.no_tagged_fields();
+    }
+    body(&mut w);
+    w.buf.to_vec()
+}
+
+fn valid_kafka_requests() -> Vec<Vec<u8>> {
+    let batch = encode_batch(Offset(0), &[record("a"), record("b")]);
+    vec![
+        kafka_request(18, 0, |_| {}),
+        kafka_request(18, 3, |w| {
+            w.compact_string("rs");
+            w.compact_string("1");
+            w.no_tagged_fields();
+        }),
+        kafka_request(3, 8, |w| {
+            w.array_len(1);
+            w.string("t");
+            w.bool(false);
+            w.bool(false);
+            w.bool(false);
+        }),
+        kafka_request(0, 3, |w| {
+            w.nullable_string(None);
+            w.i16(1);
+            w.i32(1000);
+            w.array_len(1);
+            w.string("t");
+            w.array_len(1);
+            w.i32(0);
+            w.bytes_parts(std::slice::from_ref(&batch));
+        }),
+        kafka_request(1, 4, |w| {
+            w.i32(-1);
+            w.i32(1);
+            w.i32(1);
+            w.i32(1 << 20);
+            w.i8(0);
+            w.array_len(1);
+            w.string("t");
+            w.array_len(1);
+            w.i32(0);
+            w.i64(0);
+            w.i32(1 << 20);
+        }),
+        kafka_request(2, 1, |w| {
+            w.i32(-1);
+            w.array_len(1);
+            w.string("t");
+            w.array_len(1);
+            w.i32(0);
+            w.i64(-1);
+        }),
+        // FindCoordinator v0, JoinGroup v0, OffsetFetch v1.
+        kafka_request(10, 0, |w| w.string("g")),
+        kafka_request(11, 0, |w| {
+            w.string("g");
+            w.i32(10_000);
+            w.string("");
+            w.string("consumer");
+            w.array_len(1);
+            w.string("range");
+            w.bytes_parts(&[Bytes::from_static(&[0, 0, 0, 0, 0, 1, 0, 1, b't', 0, 0, 0, 0])]);
+        }),
+        kafka_request(9, 1, |w| {
+            w.string("g");
+            w.array_len(1);
+            w.string("t");
+            w.array_len(1);
+            w.i32(0);
+        }),
+        // CreateTopics v0 and DescribeConfigs v0.
+        kafka_request(19, 0, |w| {
+            w.array_len(1);
+            w.string("fz");
+            w.i32(1);
+            w.i16(1);
+            w.array_len(0);
+            w.array_len(0);
+            w.i32(1000);
+        }),
+        kafka_request(32, 0, |w| {
+            w.array_len(1);
+            w.i8(2);
+            w.string("t");
+            w.nullable_array_len_none();
+        }),
+    ]
+}
+
+trait NullArray {
+    fn nullable_array_len_none(&mut self);
+}
+
+impl NullArray for Writer {
+    fn nullable_array_len_none(&mut self) {
+        self.i32(-1);
+    }
+}
+
+#[test]
+fn kafka_request_frames_decode_or_fail_without_panicking() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let node = rt.block_on(async {
+        let node = sluice::node::Node::start_with(
+            support::config("n1", &["--max-wait-ms", "1", "--read-cache-bytes", "1048576"]),
+            support::memory_backends(),
+        )
+        .await
+        .unwrap();
+        node.create_topic("t", 1, Default::default()).await.unwrap();
+        assert!(
+            support::eventually(Duration::from_secs(10), || open(node.as_ref(), "t")).await,
+            "t was not placed"
+        );
+        node
+    });
+    // No auto-creation: mutated Metadata requests would otherwise create a
+    // topic per case.
+    let opts = sluice::kafka::Options {
+        max_frame_bytes: 1 << 20,
+        auto_create_topics: false,
+    };
+    fuzz("kafka", valid_kafka_requests(), |frame| {
+        let frame = Bytes::copy_from_slice(frame);
+        rt.block_on(async {
+            // Errors close the connection; a stuck request would hit the
+            // timeout; neither is a failure here. Panics are.
+            let _ = tokio::time::timeout(
+                Duration::from_secs(2),
+                sluice::kafka::handle(node.as_ref(), opts, frame),
+            )
+            .await;
+        });
+    });
+    assert!(rt.block_on(async { node.ready() }).ready, "the node still serves");
+}
+
+// ------------------------------------------------------------ HTTP
+
+#[test]
+fn http_append_bodies_are_answered_without_panicking() {
+    use tower::ServiceExt;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let node = rt.block_on(async {
+        let node = sluice::node::Node::start_with(support::config("n1", &[]), support::memory_backends())
+            .await
+            .unwrap();
+        node.create_topic("t", 2, Default::default()).await.unwrap();
+        assert!(
+            support::eventually(Duration::from_secs(10), || open(node.as_ref(), "t")).await,
+            "t was not placed"
+        );
+        node
+    });
+    let router = sluice::http::router(node.clone());
+    let valid: Vec<Vec<u8>> = [
+        r#"{"records":[{"value":"a"}]}"#,
+        r#"{"records":[{"key":"k","value":"v","headers":{"h":"x","n":null}},{"value":null}]}"#,
+        r#"{"records":[{"key":"aGk=","value":"aGk=","headers":{"h":"eA=="}}]}"#,
+        r#"{"records":[]}"#,
+        r#"{"records":[{"value":"\u00e9\ud83d\ude00","key":"1234567890"}]}"#,
+    ]
+    .iter()
+    .map(|s| s.as_bytes().to_vec())
+    .collect();
+    let i = std::sync::atomic::AtomicU32::new(0);
+    fuzz("http-append", valid, |body| {
+        let uri = match i.fetch_add(1, Ordering::Relaxed) % 3 {
+            0 => "/v1/topics/t/records",
+            1 => "/v1/topics/t/partitions/0/records",
+            _ => "/v1/topics/t/partitions/1/records?encoding=base64",
+        };
+        let req = axum::http::Request::post(uri)
+            .header("content-type", "application/json")
+            .body(axum::body::Body::from(body.to_vec()))
+            .unwrap();
+        let status = rt.block_on(router.clone().oneshot(req)).unwrap().status();
+        assert!(
+            status.is_success() || status.is_client_error(),
+            "an append body was answered {status}"
+        );
+    });
+}
+
+// ------------------------------------------------------------ stored formats
+
+fn segment() -> sluice::wal::segment::Segment {
+    use sluice::wal::segment::{ProducerInfo, Segment, WalEntry};
+    Segment {
+        node: NodeId::new("n1"),
+        epoch: NodeEpoch(3),
+        seq: SegmentSeq(9),
+        entries: vec![
+            WalEntry {
+                stream: StreamId::new(TopicId(7), 2),
+                stream_epoch: StreamEpoch(4),
+                base_offset: Offset(5),
+                record_count: 2,
+                max_timestamp: 1_000,
+                producer: Some(ProducerInfo {
+                    producer_id: 11,
+                    producer_epoch: 1,
+                    base_sequence: 0,
+                }),
+                batch: encode_batch(Offset(5), &[record("a"), record("b")]),
+            },
+            WalEntry {
+                stream: StreamId::new(TopicId(8), 0),
+                stream_epoch: StreamEpoch(1),
+                base_offset: Offset(0),
+                record_count: 1,
+                max_timestamp: 1_000,
+                producer: None,
+                batch: encode_batch(Offset(0), &[record("c")]),
+            },
+        ],
+    }
+}
+
+#[test]
+fn wal_objects_decode_or_fail_without_panicking() {
+    use sluice::wal::segment::*;
+    let fence = FenceMarker {
+        fenced_node: NodeId::new("n1"),
+        fenced_epoch: NodeEpoch(3),
+        seq: SegmentSeq(9),
+        holder: NodeId::new("n2"),
+        holder_epoch: NodeEpoch(1),
+        log_index: sluice::ids::LogIndex(12),
+    };
+    let valid = vec![
+        encode_segment(&segment()).to_vec(),
+        encode_fence_marker(&fence).to_vec(),
+    ];
+    fuzz("wal", valid, |b| {
+        if let Ok(WalObject::Segment(s)) = decode_wal_object("wal/x", b) {
+            // A value that decodes is one the encoder can write again.
+            assert_eq!(decode_segment("wal/x", &encode_segment(&s)).unwrap(), s);
+        }
+    });
+}
+
+#[test]
+fn data_object_footers_decode_or_fail_without_panicking() {
+    use sluice::stream::dataobj::{decode_footer, verify_chunk, DataObjectBuilder};
+    let mut b = DataObjectBuilder::new();
+    let one = encode_batch(Offset(0), &[record("a"), record("b")]);
+    let two = encode_batch(Offset(10), &[record("c")]);
+    b.add_chunk(StreamId::new(TopicId(1), 0), Offset(0), Offset(2), 1_000, 2, &[one]);
+    b.add_chunk(StreamId::new(TopicId(2), 1), Offset(10), Offset(11), 1_000, 1, &[two]);
+    let (object, _) = b.finish();
+    fuzz("dataobj", vec![object.to_vec()], |o| {
+        if let Ok(chunks) = decode_footer("data/x", o) {
+            for c in &chunks {
+                let (s, e) = (c.byte_start as usize, c.byte_end as usize);
+                if s <= e && e <= o.len() {
+                    let _ = verify_chunk("data/x", c, &o[s..e]);
+                }
+            }
+        }
+    });
+}
+
+#[test]
+fn record_batches_decode_or_fail_without_panicking() {
+    use sluice::stream::batch::{decode_records, parse_batch};
+    let valid = vec![
+        encode_batch(Offset(0), &[record("a"), record("b")]).to_vec(),
+        encode_batch(Offset(99), &[record("")]).to_vec(),
+    ];
+    fuzz("batch", valid, |b| {
+        let _ = parse_batch("batch", b);
+        let _ = decode_records("batch", b);
+    });
+}
+
+#[test]
+fn metadata_log_entries_and_snapshots_decode_or_fail_without_panicking() {
+    use sluice::meta::command::Command;
+    use sluice::meta::entry::*;
+    use sluice::meta::view::{Proposer, View};
+    let entry = LogEntry {
+        proposer: Proposer {
+            node: NodeId::new("n1"),
+            epoch: Some(NodeEpoch(2)),
+        },
+        proposal_id: 7,
+        commands: vec![Command::Heartbeat {
+            node: NodeId::new("n1"),
+            epoch: NodeEpoch(2),
+        }],
+    };
+    let valid = vec![encode_entry(&entry), encode_snapshot(&View::default())];
+    fuzz("metalog", valid, |b| {
+        if let Ok(e) = decode_entry("log/x", b) {
+            assert_eq!(decode_entry("log/x", &encode_entry(&e)).unwrap(), e);
+        }
+        let _ = decode_snapshot("snap/x", b);
+    });
+}
