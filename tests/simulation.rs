@@ -63,7 +63,15 @@ const PINNED: &[u64] = &[8, 10, 12, 25, 26, 27, 45, 50, 60, 61, 66, 68, 89, 90, 
 /// Seeds that fail because of a bug in `src/` that is not fixed yet, with
 /// the report. Run with `cargo test --test simulation -- --ignored`.
 /// They are skipped by the other tests so that they do not block CI.
-const KNOWN_BUGS: &[(u64, &str)] = &[];
+const KNOWN_BUGS: &[(u64, &str)] = &[(
+    935,
+    "about one run in two: the final append to a partition is acknowledged by its owner right \
+     after healing (n1 e2, offset 1605 or 1664), the lease holder then moves the partition to the \
+     restarted n3 e4 by rebalancing (the target opens at committed end 1606 / 1665, so the \
+     record was committed), yet the final read from the new owner ends before that offset. \
+     Found by the first 1000-seed release run; not yet explained (GC deleted no data object in \
+     the failing runs).",
+)];
 
 fn known_bug(seed: u64) -> bool {
     KNOWN_BUGS.iter().any(|(s, _)| *s == seed)
