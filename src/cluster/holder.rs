@@ -40,6 +40,7 @@ pub async fn run(node: Arc<Node>) {
     }
 }
 
+#[tracing::instrument(level = "debug", name = "holder_tick", skip_all)]
 async fn tick_once(node: &Node, state: &mut HolderState) -> anyhow::Result<()> {
     if !node.meta.view().is_live(&node.id, node.epoch) {
         return Ok(()); // fenced or replaced: we are stopping

@@ -100,6 +100,8 @@ pub async fn serve(engine: Arc<dyn Engine>, listener: TcpListener, opts: Options
     let mut conns = tokio::task::JoinSet::new();
     let mut stopping = stop.clone();
     let groups = Arc::new(Groups::new());
+    let me = engine.ready();
+    let node_span = crate::telemetry::node_span(&me.node_id, me.epoch);
     let ticker = tokio::spawn({
         let groups = groups.clone();
         async move {
@@ -116,12 +118,13 @@ pub async fn serve(engine: Arc<dyn Engine>, listener: TcpListener, opts: Options
                 Ok((socket, peer)) => {
                     let _ = socket.set_nodelay(true);
                     let (engine, stop, groups) = (engine.clone(), stop.clone(), groups.clone());
-                    conns.spawn(async move {
+                    let span = tracing::info_span!(parent: &node_span, "kafka", %peer);
+                    conns.spawn(tracing::Instrument::instrument(async move {
                         let host = peer.ip().to_string();
                         if let Err(e) = connection(engine, groups, opts, socket, &host, stop).await {
-                            tracing::info!(%peer, error = %e, "kafka connection closed");
+                            tracing::info!(error = %e, "kafka connection closed");
                         }
-                    });
+                    }, span));
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "kafka accept failed");

@@ -424,6 +424,7 @@ impl Engine for Node {
             .ok_or_else(|| ApiError::new(ErrorCode::TopicNotFound, format!("topic {topic:?} does not exist")))
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(stream = %format_args!("{topic}/{partition}")))]
     async fn append(&self, topic: &str, partition: u32, records: Vec<Record>) -> ApiResult<Appended> {
         let stream = self.resolve(topic, partition)?;
         if self.phase() != Phase::Ready {
@@ -447,6 +448,7 @@ impl Engine for Node {
         result
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(stream = %format_args!("{topic}/{partition}")))]
     async fn read(&self, topic: &str, partition: u32, req: ReadRequest) -> ApiResult<ReadResult> {
         let stream = self.resolve(topic, partition)?;
         self.check_serving()?;
@@ -494,6 +496,7 @@ impl Engine for Node {
         Ok(self.read_once(stream, from, &req).await?.0)
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(stream = %format_args!("{topic}/{partition}")))]
     async fn append_batch(&self, topic: &str, partition: u32, batch: bytes::Bytes) -> ApiResult<Appended> {
         let stream = self.resolve(topic, partition)?;
         if self.phase() != Phase::Ready {
@@ -511,6 +514,7 @@ impl Engine for Node {
         result
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(stream = %format_args!("{topic}/{partition}")))]
     async fn read_batches(
         &self,
         topic: &str,
