@@ -130,11 +130,19 @@ pub fn node_span(node: &dyn std::fmt::Display, epoch: impl std::fmt::Display) ->
 
 /// The log subscriber: `json` lines (one object per event, with the fields of
 /// its spans) or human-readable `text`, written to `writer`.
-fn subscriber<W>(format: &str, filter: tracing_subscriber::EnvFilter, writer: W) -> Box<dyn tracing::Subscriber + Send + Sync>
+fn subscriber<W>(
+    format: &str,
+    filter: tracing_subscriber::EnvFilter,
+    ansi: bool,
+    writer: W,
+) -> Box<dyn tracing::Subscriber + Send + Sync>
 where
     W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
 {
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(ansi)
+        .with_writer(writer);
     if format == "json" {
         Box::new(builder.json().with_current_span(true).with_span_list(true).finish())
     } else {
@@ -143,11 +151,16 @@ where
 }
 
 /// Install the tracing subscriber: `text` or `json` lines on stderr, level
-/// from `RUST_LOG` (default `info`).
+/// from `RUST_LOG` (default `info`); colours only on a terminal.
 pub fn init_logging(format: &str) {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let _ = tracing::subscriber::set_global_default(subscriber(format, filter, std::io::stderr));
+    let _ = tracing::subscriber::set_global_default(subscriber(
+        format,
+        filter,
+        std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        std::io::stderr,
+    ));
 }
 
 #[cfg(test)]
@@ -184,7 +197,9 @@ mod tests {
     fn log_with(format: &str) -> String {
         let out = Captured::default();
         let writer = out.clone();
-        let sub = subscriber(format, tracing_subscriber::EnvFilter::new("info"), move || writer.clone());
+        let sub = subscriber(format, tracing_subscriber::EnvFilter::new("info"), false, move || {
+            writer.clone()
+        });
         tracing::subscriber::with_default(sub, || {
             let node = node_span(&"n1", crate::ids::NodeEpoch(7));
             let _n = node.enter();

@@ -67,7 +67,10 @@ fn dockerfile_is_multi_stage_non_root_and_checks_ready() {
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .collect();
     let froms = instructions.iter().filter(|l| l.starts_with("FROM ")).count();
-    assert!(froms >= 2, "a multi-stage build has at least two FROM lines, found {froms}");
+    assert!(
+        froms >= 2,
+        "a multi-stage build has at least two FROM lines, found {froms}"
+    );
     assert!(
         df.contains("COPY --from=build"),
         "the runtime stage copies the binary from the build stage"
@@ -81,7 +84,10 @@ fn dockerfile_is_multi_stage_non_root_and_checks_ready() {
     assert!(uid != "root" && uid != "0", "the runtime user must not be root: {user}");
     let health = df.find("HEALTHCHECK").expect("a HEALTHCHECK");
     assert!(df[health..].contains("/ready"), "the health check asks /ready");
-    assert!(df.contains("EXPOSE 8080 9092"), "the default HTTP and Kafka ports are exposed");
+    assert!(
+        df.contains("EXPOSE 8080 9092"),
+        "the default HTTP and Kafka ports are exposed"
+    );
     assert!(df.contains("ENTRYPOINT [\"/usr/local/bin/sluice\"]"));
     // Every SLUICE_* variable the image sets is a flag.
     for word in df.split(|c: char| c.is_whitespace() || c == '\\') {
@@ -142,14 +148,32 @@ fn compose_runs_the_stores_their_setup_three_nodes_and_monitoring() {
     let c = compose();
     let services = c["services"].as_mapping().expect("services");
     let names: BTreeSet<&str> = services.keys().filter_map(Value::as_str).collect();
-    for s in ["minio", "dynamodb", "buckets", "init", "n1", "n2", "n3", "prometheus", "grafana"] {
+    for s in [
+        "minio",
+        "dynamodb",
+        "buckets",
+        "init",
+        "n1",
+        "n2",
+        "n3",
+        "prometheus",
+        "grafana",
+    ] {
         assert!(names.contains(s), "service {s} is missing: {names:?}");
     }
     for n in NODES {
         let s = &c["services"][n];
-        assert_eq!(s["restart"].as_str(), Some("unless-stopped"), "{n}: a fenced node must come back");
+        assert_eq!(
+            s["restart"].as_str(),
+            Some("unless-stopped"),
+            "{n}: a fenced node must come back"
+        );
         assert_eq!(strings(&s["command"]), ["serve"], "{n} runs `sluice serve`");
-        assert_eq!(s["build"]["dockerfile"].as_str(), Some("Dockerfile"), "{n} is built from the Dockerfile");
+        assert_eq!(
+            s["build"]["dockerfile"].as_str(),
+            Some("Dockerfile"),
+            "{n} is built from the Dockerfile"
+        );
         assert!(
             s["depends_on"]["init"]["condition"].as_str() == Some("service_completed_successfully"),
             "{n} starts after the table and bucket exist"
@@ -166,7 +190,10 @@ fn compose_runs_the_stores_their_setup_three_nodes_and_monitoring() {
     assert_eq!(strings(&c["services"]["init"]["command"]), ["init"]);
     // Health checks: the stores have them; the nodes inherit the image's /ready check.
     for s in ["minio", "dynamodb"] {
-        assert!(c["services"][s]["healthcheck"]["test"].is_sequence(), "{s} has a health check");
+        assert!(
+            c["services"][s]["healthcheck"]["test"].is_sequence(),
+            "{s} has a health check"
+        );
     }
 }
 
@@ -215,7 +242,10 @@ fn prometheus_scrapes_every_node() {
     let mounts = strings(&c["services"]["prometheus"]["volumes"]).join(" ");
     assert!(mounts.contains("./prometheus.yml:"), "{mounts}");
     let g = strings(&c["services"]["grafana"]["volumes"]).join(" ");
-    assert!(g.contains("./grafana/dashboards:") && g.contains("./grafana/provisioning:"), "{g}");
+    assert!(
+        g.contains("./grafana/dashboards:") && g.contains("./grafana/provisioning:"),
+        "{g}"
+    );
     for f in [
         "infra/grafana/provisioning/datasources/prometheus.yml",
         "infra/grafana/provisioning/dashboards/sluice.yml",
@@ -245,7 +275,12 @@ fn emitted_metrics() -> BTreeSet<String> {
     rust_sources(&root().join("src"), &mut files);
     let mut out = BTreeSet::new();
     for (_, text) in &files {
-        for call in ["telemetry::count(", "telemetry::count_n(", "telemetry::gauge(", "telemetry::observe("] {
+        for call in [
+            "telemetry::count(",
+            "telemetry::count_n(",
+            "telemetry::gauge(",
+            "telemetry::observe(",
+        ] {
             for (i, _) in text.match_indices(call) {
                 let rest = text[i + call.len()..].trim_start();
                 let Some(rest) = rest.strip_prefix('"') else { continue };
@@ -265,7 +300,8 @@ fn emitted_metrics() -> BTreeSet<String> {
 #[test]
 fn the_dashboard_queries_only_metrics_the_code_emits() {
     let emitted = emitted_metrics();
-    let d: serde_json::Value = serde_json::from_str(&read("infra/grafana/dashboards/sluice.json")).expect("dashboard JSON");
+    let d: serde_json::Value =
+        serde_json::from_str(&read("infra/grafana/dashboards/sluice.json")).expect("dashboard JSON");
     // PromQL functions, keywords and the labels used in the queries.
     let promql: BTreeSet<&str> = [
         "sum",
@@ -331,13 +367,17 @@ fn the_metrics_named_in_the_docs_exist() {
     let mut named = 0;
     for chunk in doc.split('`').skip(1).step_by(2) {
         let name = chunk.split('{').next().unwrap();
-        let looks_like_metric = name.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+        let looks_like_metric = name.starts_with(|c: char| c.is_ascii_lowercase())
+            && name.chars().all(|c| c.is_ascii_lowercase() || c == '_')
             && ["_total", "_seconds", "_bytes", "open_streams", "lease_holder"]
                 .iter()
                 .any(|s| name.ends_with(s));
         if looks_like_metric {
             named += 1;
-            assert!(emitted.contains(name), "docs/operations.md names {name}, which no code emits");
+            assert!(
+                emitted.contains(name),
+                "docs/operations.md names {name}, which no code emits"
+            );
         }
     }
     assert!(named >= 15, "docs/operations.md lists the metrics ({named} found)");
@@ -389,7 +429,10 @@ fn string(e: &Expression) -> String {
 }
 
 fn sub<'a>(b: &'a Body, kind: &str) -> Vec<&'a Body> {
-    b.blocks().filter(|x| x.identifier() == kind).map(|x| x.body()).collect()
+    b.blocks()
+        .filter(|x| x.identifier() == kind)
+        .map(|x| x.body())
+        .collect()
 }
 
 /// Every object key anywhere below `e`.
@@ -405,6 +448,7 @@ fn object_keys(e: &Expression, out: &mut BTreeSet<String>) {
                         out.insert(s.clone());
                     }
                     ObjectKey::Expression(x) => object_keys(x, out),
+                    other => panic!("unexpected object key {other:?}"),
                 }
                 object_keys(v, out);
             }
@@ -464,7 +508,10 @@ fn terraform_table_has_the_key_schema_the_metadata_log_creates() {
     assert_eq!(string(attr(table, "billing_mode")), "PAY_PER_REQUEST");
     let pitr = sub(table, "point_in_time_recovery");
     assert_eq!(pitr.len(), 1);
-    assert!(matches!(attr(pitr[0], "enabled"), Expression::Bool(true)), "point-in-time recovery is on");
+    assert!(
+        matches!(attr(pitr[0], "enabled"), Expression::Bool(true)),
+        "point-in-time recovery is on"
+    );
     // The table's item layout the code uses: pk is "<cluster>#log".
     assert!(code.contains(".item(\"pk\", AttributeValue::S(") && code.contains(".item(\"sk\", AttributeValue::N("));
 }
@@ -525,7 +572,9 @@ fn actions_the_code_calls() -> (BTreeSet<String>, BTreeSet<String>) {
     rust_sources(&root().join("src"), &mut files);
     for (path, text) in &files {
         if text.contains("aws_sdk_dynamodb::Client") {
-            let ensure = text.find("fn ensure_table(").map(|_| function_body(text, "ensure_table"));
+            let ensure = text
+                .find("fn ensure_table(")
+                .map(|_| function_body(text, "ensure_table"));
             for (method, action) in DYNAMODB_OPS {
                 for (i, _) in text.match_indices(&format!(".{method}()")) {
                     let in_init = ensure.is_some_and(|e| {
@@ -542,7 +591,10 @@ fn actions_the_code_calls() -> (BTreeSet<String>, BTreeSet<String>) {
             for (i, _) in text.match_indices(".client") {
                 let rest = text[i + ".client".len()..].trim_start();
                 let Some(rest) = rest.strip_prefix('.') else { continue };
-                let method: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+                let method: String = rest
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
                 if rest[method.len()..].starts_with('(') {
                     for a in object_store_actions(&method) {
                         serve.insert(a.to_string());
@@ -598,8 +650,14 @@ fn the_task_role_grants_exactly_what_the_code_calls() {
     let granted = policy_actions(block(&tf, "data", &["aws_iam_policy_document", "task"]).body());
     let missing: Vec<_> = serve.difference(&granted).collect();
     let extra: Vec<_> = granted.difference(&serve).collect();
-    assert!(missing.is_empty(), "the task role lacks {missing:?}, which the code calls");
-    assert!(extra.is_empty(), "the task role grants {extra:?}, which the code never calls");
+    assert!(
+        missing.is_empty(),
+        "the task role lacks {missing:?}, which the code calls"
+    );
+    assert!(
+        extra.is_empty(),
+        "the task role grants {extra:?}, which the code never calls"
+    );
     // The role is the task's, and nothing else grants storage actions.
     let task_policy = block(&tf, "resource", &["aws_iam_role_policy", "task"]);
     assert!(format!("{:?}", attr(task_policy.body(), "policy")).contains("task"));
@@ -623,7 +681,11 @@ fn terraform_bucket_is_private_encrypted_and_cleans_up_multipart_uploads() {
     ] {
         assert!(matches!(attr(pab, k), Expression::Bool(true)), "{k} must be true");
     }
-    let sse = block(&tf, "resource", &["aws_s3_bucket_server_side_encryption_configuration", "data"]);
+    let sse = block(
+        &tf,
+        "resource",
+        &["aws_s3_bucket_server_side_encryption_configuration", "data"],
+    );
     assert!(format!("{:?}", sse.body()).contains("AES256"));
     let lc = block(&tf, "resource", &["aws_s3_bucket_lifecycle_configuration", "data"]).body();
     let rule = sub(lc, "rule");
@@ -651,9 +713,15 @@ fn terraform_passes_the_nodes_only_flags_the_binary_has() {
         body_object_keys(b, &mut keys);
     }
     let sluice: Vec<&String> = keys.iter().filter(|k| k.starts_with("SLUICE_")).collect();
-    assert!(sluice.len() >= 8, "the task definition sets the node's flags: {sluice:?}");
+    assert!(
+        sluice.len() >= 8,
+        "the task definition sets the node's flags: {sluice:?}"
+    );
     for k in sluice {
-        assert!(flags.contains_key(k), "terraform sets {k}, which is not a flag of `sluice serve`");
+        assert!(
+            flags.contains_key(k),
+            "terraform sets {k}, which is not a flag of `sluice serve`"
+        );
     }
     // The example variables too.
     let example = hcl::parse(&read("terraform/terraform.tfvars.example")).expect("tfvars example parses");
@@ -686,9 +754,16 @@ fn terraform_health_checks_ask_ready() {
         .iter()
         .flat_map(|(_, b)| b.blocks())
         .filter(|b| b.identifier() == "locals")
-        .find_map(|b| b.body().attributes().find(|a| a.key() == "ready_check").map(|a| a.expr().clone()))
+        .find_map(|b| {
+            b.body()
+                .attributes()
+                .find(|a| a.key() == "ready_check")
+                .map(|a| a.expr().clone())
+        })
         .expect("a ready_check local");
-    let Expression::Object(o) = &ready_check else { panic!("ready_check is an object") };
+    let Expression::Object(o) = &ready_check else {
+        panic!("ready_check is an object")
+    };
     let path = o
         .iter()
         .find(|(k, _)| matches!(k, ObjectKey::Identifier(i) if i.as_str() == "path"))
@@ -705,11 +780,21 @@ fn terraform_health_checks_ask_ready() {
         }
     }
     let lb = block(&tf, "resource", &["aws_lb", "nlb"]).body();
-    assert!(matches!(attr(lb, "internal"), Expression::Bool(true)), "the load balancer is internal");
+    assert!(
+        matches!(attr(lb, "internal"), Expression::Bool(true)),
+        "the load balancer is internal"
+    );
     let svc = block(&tf, "resource", &["aws_ecs_service", "node"]).body();
     assert_eq!(string(attr(svc, "launch_type")), "FARGATE");
-    assert_eq!(sub(svc, "load_balancer").len(), 4, "shared and per-node HTTP and Kafka target groups");
-    assert!(read("terraform/ecs.tf").contains("GET /ready"), "the container health check asks /ready");
+    assert_eq!(
+        sub(svc, "load_balancer").len(),
+        4,
+        "shared and per-node HTTP and Kafka target groups"
+    );
+    assert!(
+        read("terraform/ecs.tf").contains("GET /ready"),
+        "the container health check asks /ready"
+    );
 }
 
 // ---- docs ----------------------------------------------------------------------
@@ -773,7 +858,11 @@ fn relative_links_in_the_docs_resolve() {
             }
             // Pages written on other branches; the page test above requires them.
             let path = page.parent().unwrap().join(target);
-            if !path.exists() && ["security.md", "durable-streams.md"].iter().any(|o| target.ends_with(o)) {
+            if !path.exists()
+                && ["security.md", "durable-streams.md"]
+                    .iter()
+                    .any(|o| target.ends_with(o))
+            {
                 continue;
             }
             assert!(path.exists(), "{}: link to {target} does not resolve", page.display());
@@ -797,5 +886,8 @@ fn the_configuration_page_lists_every_flag() {
             }
         }
     }
-    assert!(missing.is_empty(), "docs/configuration.md does not document {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "docs/configuration.md does not document {missing:?}"
+    );
 }

@@ -103,11 +103,13 @@ pub fn router(engine: Arc<dyn Engine>) -> Router {
         .layer(DefaultBodyLimit::max(limits.max_request_bytes))
         .layer(axum::middleware::from_fn(mark_forwarded))
         .layer(axum::middleware::from_fn(observe))
-        .layer(axum::middleware::from_fn(move |req: axum::extract::Request, next: axum::middleware::Next| {
-            use tracing::Instrument as _;
-            let span = tracing::info_span!(parent: &span, "http", method = %req.method(), path = %req.uri().path());
-            next.run(req).instrument(span)
-        }))
+        .layer(axum::middleware::from_fn(
+            move |req: axum::extract::Request, next: axum::middleware::Next| {
+                use tracing::Instrument as _;
+                let span = tracing::info_span!(parent: &span, "http", method = %req.method(), path = %req.uri().path());
+                next.run(req).instrument(span)
+            },
+        ))
         .with_state(state)
 }
 

@@ -139,7 +139,10 @@ impl Node {
             count_read(
                 "records",
                 records.len(),
-                records.iter().map(|(_, r)| crate::stream::partition::record_size(r)).sum(),
+                records
+                    .iter()
+                    .map(|(_, r)| crate::stream::partition::record_size(r))
+                    .sum(),
             );
             let next_offset = records.last().map_or(from, |(o, _)| o.next());
             ReadResult {

@@ -312,7 +312,9 @@ mod tests {
             .await
             .expect_err("an S3 Express bucket needs a zone id");
         assert!(err.to_string().contains("nozone--x-s3"), "{err}");
-        assert!(S3Store::open("s3://wal--use1-az4--x-s3/", &S3Options::default()).await.is_ok());
+        assert!(S3Store::open("s3://wal--use1-az4--x-s3/", &S3Options::default())
+            .await
+            .is_ok());
         assert!(S3Store::open("s3://plain/", &S3Options::default()).await.is_ok());
     }
 }
