@@ -43,12 +43,26 @@ fn serve_env() -> BTreeMap<String, String> {
 /// (an unknown variable, a bad URL or address, a bad combination) fails here.
 fn validate_settings(what: &str, settings: &BTreeMap<String, String>) {
     let flags = serve_env();
+    let cmd = ServeArgs::augment_args(clap::Command::new("serve"));
     let mut args = Vec::new();
     for (k, v) in settings.iter().filter(|(k, _)| k.starts_with("SLUICE_")) {
         let long = flags
             .get(k)
             .unwrap_or_else(|| panic!("{what}: {k} is not a variable of `sluice serve` (flags: {flags:?})"));
-        args.push(format!("--{long}={v}"));
+        let takes_value = cmd
+            .get_arguments()
+            .find(|a| a.get_long() == Some(long.as_str()))
+            .is_some_and(|a| a.get_action().takes_values());
+        if takes_value {
+            args.push(format!("--{long}={v}"));
+        } else {
+            // A switch: its variable says true or false.
+            match v.as_str() {
+                "true" | "1" => args.push(format!("--{long}")),
+                "false" | "0" => {}
+                other => panic!("{what}: {k}={other:?} is not true or false"),
+            }
+        }
     }
     let parsed = ServeArgs::parse_from(&args).unwrap_or_else(|e| panic!("{what}: {args:?} do not parse: {e}"));
     if let Err(e) = parsed.validate() {
@@ -694,7 +708,7 @@ fn terraform_bucket_is_private_encrypted_and_cleans_up_multipart_uploads() {
     assert!(
         !tf.iter()
             .flat_map(|(_, b)| b.blocks())
-            .any(|b| labels(&b).first() == Some(&"aws_s3_bucket_versioning")),
+            .any(|b| labels(b).first() == Some(&"aws_s3_bucket_versioning")),
         "versioning stays off"
     );
     // The optional WAL bucket is a directory bucket, named so the code
