@@ -25,8 +25,15 @@ scripts/services.sh up
 # shellcheck disable=SC1091
 source .services/env
 
-step "tests (simulation seeds: ${SLUICE_SIM_SEEDS:=300})"
+step "tests (debug build; the simulation runs below, in release)"
+cargo test --all-targets -- --test-threads=2 \
+    --skip simulated_cluster_keeps_the_invariants_under_faults --skip pinned_seeds_stay_fixed
+
+step "chaos on real processes (short profile: embedded default, then S3 + DynamoDB)"
+SLUICE_CHAOS_PROFILE=short cargo test --test chaos -- --test-threads=1
+
+step "simulation (release build, ${SLUICE_SIM_SEEDS:=1000} seeds and the pinned ones)"
 export SLUICE_SIM_SEEDS
-cargo test --all-targets -- --test-threads=2
+cargo test --release --test simulation -- --test-threads=1
 
 step "done"

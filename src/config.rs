@@ -144,6 +144,14 @@ pub struct ServeArgs {
     #[arg(long, env = "SLUICE_MAX_CONCURRENT_TRANSFERS", default_value_t = 4)]
     pub max_concurrent_transfers: usize,
 
+    /// Seconds between garbage-collection and retention runs of the lease holder (0: never).
+    #[arg(long, env = "SLUICE_GC_INTERVAL_SEC", default_value_t = 60)]
+    pub gc_interval_sec: u64,
+
+    /// An unreferenced data object is deleted after staying unreferenced this long.
+    #[arg(long, env = "SLUICE_GC_GRACE_SEC", default_value_t = 3600)]
+    pub gc_grace_sec: u64,
+
     /// Log line format: text or json.
     #[arg(long, env = "SLUICE_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
     pub log_format: String,
@@ -183,6 +191,8 @@ pub struct Config {
     pub transfer_timeout_heartbeats: u64,
     pub rebalance_threshold: usize,
     pub max_concurrent_transfers: usize,
+    pub gc_interval: Duration,
+    pub gc_grace: Duration,
     pub log_format: String,
 }
 
@@ -355,6 +365,8 @@ impl ServeArgs {
             transfer_timeout_heartbeats: crate::meta::liveness::heartbeats_for(self.transfer_timeout_sec.max(1), hb),
             rebalance_threshold: self.rebalance_threshold,
             max_concurrent_transfers: self.max_concurrent_transfers,
+            gc_interval: Duration::from_secs(self.gc_interval_sec),
+            gc_grace: Duration::from_secs(self.gc_grace_sec),
             log_format: self.log_format.clone(),
         })
     }

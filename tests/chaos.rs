@@ -1474,8 +1474,9 @@ async fn chaos(stores: Stores) {
     }
 }
 
-/// The chaos runs are opt-in for now (`SLUICE_CHAOS_PROFILE=short|long`):
-/// they have not yet been proven stable inside the full test command.
+/// The chaos runs are opt-in (`SLUICE_CHAOS_PROFILE=short|long`) so that a
+/// plain `cargo test` stays quick; `scripts/test-all.sh` runs the short
+/// profile of both variants in a step of its own.
 fn chaos_requested() -> bool {
     let on = std::env::var_os("SLUICE_CHAOS_PROFILE").is_some();
     if !on {

@@ -12,7 +12,9 @@
 //!
 //! Environment:
 //! - `SLUICE_SIM_SEEDS=N`: run N seeds from 1 up (default 20), skipping `KNOWN_BUGS`;
+//! - `SLUICE_SIM_FIRST_SEED=F`: start at seed F instead of 1 (to shard long runs);
 //! - `SLUICE_SIM_SEED=S`: run only seed S (prints its trace);
+//! - `SLUICE_SIM_THREADS=N`: seeds run at once (default: the machine's cores);
 //! - `SLUICE_SIM_VERBOSE=1`: print the harness's trace as it happens;
 //! - `SLUICE_SIM_LOG=<filter>`: the nodes' own logs (e.g. `sluice=info`),
 //!   stamped with simulated time.
@@ -157,9 +159,7 @@ fn run_seeds(label: &str, seeds: &[u64], print_trace: bool, tolerate_known_bugs:
     let mut acked = 0;
     let mut failed = Vec::new();
     let mut known_hits = Vec::new();
-    for &seed in seeds {
-        let t = Instant::now();
-        let (outcome, report) = run_one(seed);
+    for (seed, outcome, report, t) in run_parallel(seeds) {
         acked += report.acked;
         for (k, v) in &report.counts {
             *counts.entry(k.clone()).or_default() += v;
@@ -179,7 +179,7 @@ fn run_seeds(label: &str, seeds: &[u64], print_trace: bool, tolerate_known_bugs:
             Ok(()) => eprintln!(
                 "seed {seed}: ok ({} acked records, {:.1} s wall)",
                 report.acked,
-                t.elapsed().as_secs_f64()
+                t.as_secs_f64()
             ),
             Err(reason) => {
                 eprintln!("simulation failed for seed {seed}: {reason}");
@@ -203,6 +203,31 @@ fn run_seeds(label: &str, seeds: &[u64], print_trace: bool, tolerate_known_bugs:
     assert!(failed.is_empty(), "simulation failed for seeds {failed:?}");
 }
 
+/// Run `seeds` on `SLUICE_SIM_THREADS` threads (default: the machine's
+/// cores), each seed on a runtime of its own; results in seed order.
+fn run_parallel(seeds: &[u64]) -> Vec<(u64, Result<(), String>, SeedReport, std::time::Duration)> {
+    let threads = env_u64("SLUICE_SIM_THREADS")
+        .map(|n| n.max(1) as usize)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .min(seeds.len().max(1));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(&seed) = seeds.get(i) else { break };
+                let t = Instant::now();
+                let (outcome, report) = run_one(seed);
+                results.lock().unwrap().push((i, seed, outcome, report, t.elapsed()));
+            });
+        }
+    });
+    let mut results = results.into_inner().unwrap();
+    results.sort_by_key(|r| r.0);
+    results.into_iter().map(|(_, s, o, r, t)| (s, o, r, t)).collect()
+}
+
 fn env_u64(name: &str) -> Option<u64> {
     let v = std::env::var(name).ok()?;
     Some(
@@ -219,8 +244,9 @@ fn simulated_cluster_keeps_the_invariants_under_faults() {
         None => {
             // N seeds counting up from 1, skipping those of known bugs.
             let n = env_u64("SLUICE_SIM_SEEDS").unwrap_or(20) as usize;
-            let seeds: Vec<u64> = (1..).filter(|s| !known_bug(*s)).take(n).collect();
-            let skipped: Vec<u64> = (1..=seeds.last().copied().unwrap_or(0))
+            let first = env_u64("SLUICE_SIM_FIRST_SEED").unwrap_or(1);
+            let seeds: Vec<u64> = (first..).filter(|s| !known_bug(*s)).take(n).collect();
+            let skipped: Vec<u64> = (first..=seeds.last().copied().unwrap_or(0))
                 .filter(|s| known_bug(*s))
                 .collect();
             if !skipped.is_empty() {

@@ -3,7 +3,7 @@
 //! one holding the lease acts, and even two overlapping holders cannot break
 //! an invariant: `apply` rejects what no longer matches.
 
-use super::{failover, placement};
+use super::{failover, gc, placement};
 use crate::ids::{HeartbeatCount, LogIndex, StreamEpoch, StreamId};
 use crate::meta::{Command, Outcome, StreamState};
 use crate::node::{Node, Phase};
@@ -21,6 +21,7 @@ struct HolderState {
     /// Per running transfer, our own heartbeat count when we first saw it:
     /// a transfer's age is measured in our heartbeats, never wall time.
     transfers_seen: HashMap<(StreamId, StreamEpoch), HeartbeatCount>,
+    gc: gc::GcState,
 }
 
 pub async fn run(node: Arc<Node>) {
@@ -76,6 +77,9 @@ async fn tick_once(node: &Node, state: &mut HolderState) -> anyhow::Result<()> {
         crate::telemetry::count_n("transfers_started_total", &[], started as u64);
         tracing::info!(started, "rebalancing transfers");
     }
+    if let Err(e) = gc::maybe_run(node, &mut state.gc).await {
+        tracing::warn!(error = %e, "garbage collection failed; will retry");
+    }
     let applied = node.meta.applied();
     if applied.0 >= state.last_snapshot.0 + SNAPSHOT_EVERY {
         state.last_snapshot = node.meta.snapshot_and_truncate().await?;
@@ -87,39 +91,65 @@ async fn tick_once(node: &Node, state: &mut HolderState) -> anyhow::Result<()> {
 /// Cancel transfers whose target is gone or that made no progress for the
 /// transfer timeout (counted in our own heartbeats).
 async fn supervise_transfers(node: &Node, state: &mut HolderState) -> anyhow::Result<()> {
-    let cancels: Vec<Command> = {
+    let cancels = {
         let view = node.meta.view();
         let my_count = view.nodes.get(&node.id).map_or(HeartbeatCount::ZERO, |r| r.heartbeats);
-        let mut running = HashMap::new();
-        let mut cancels = Vec::new();
-        for (id, row) in &view.streams {
-            let StreamState::Transferring { to, to_epoch, .. } = &row.state else {
-                continue;
-            };
-            let key = (*id, row.stream_epoch);
-            let first = *state.transfers_seen.get(&key).unwrap_or(&my_count);
-            running.insert(key, first);
-            let stuck = my_count.0.saturating_sub(first.0) >= node.config.transfer_timeout_heartbeats;
-            if !view.is_live(to, *to_epoch) || stuck {
-                cancels.push(Command::CancelTransfer {
-                    stream: *id,
-                    stream_epoch: row.stream_epoch,
-                });
-            }
-        }
-        state.transfers_seen = running;
-        cancels
+        transfers_to_cancel(
+            &view,
+            my_count,
+            node.config.transfer_timeout_heartbeats,
+            &mut state.transfers_seen,
+        )
     };
-    if !cancels.is_empty() {
-        let n = cancels.len();
-        node.meta.propose_all(cancels).await?;
-        crate::telemetry::count_n("transfers_cancelled_total", &[], n as u64);
-        tracing::warn!(
-            cancelled = n,
-            "cancelled transfers whose target died or that made no progress"
-        );
+    if cancels.is_empty() {
+        return Ok(());
     }
+    let n = cancels.len();
+    let outcomes = node.meta.propose_all(cancels.clone()).await?;
+    for (cancel, outcome) in cancels.iter().zip(&outcomes) {
+        if let (Command::CancelTransfer { stream, stream_epoch }, true) = (cancel, outcome.is_applied()) {
+            // A later transfer of the stream at the same stream epoch
+            // (rebalancing may start one in this very tick) gets a timeout
+            // of its own, not this one's.
+            state.transfers_seen.remove(&(*stream, *stream_epoch));
+        }
+    }
+    crate::telemetry::count_n("transfers_cancelled_total", &[], n as u64);
+    tracing::warn!(
+        cancelled = n,
+        "cancelled transfers whose target died or that made no progress"
+    );
     Ok(())
+}
+
+/// `CancelTransfer` for each running transfer whose target is not live or
+/// that has run for `timeout` of our heartbeats; `seen` keeps, per running
+/// transfer, our heartbeat count when we first saw it.
+fn transfers_to_cancel(
+    view: &crate::meta::View,
+    my_count: HeartbeatCount,
+    timeout: u64,
+    seen: &mut HashMap<(StreamId, StreamEpoch), HeartbeatCount>,
+) -> Vec<Command> {
+    let mut running = HashMap::new();
+    let mut cancels = Vec::new();
+    for (id, row) in &view.streams {
+        let StreamState::Transferring { to, to_epoch, .. } = &row.state else {
+            continue;
+        };
+        let key = (*id, row.stream_epoch);
+        let first = *seen.get(&key).unwrap_or(&my_count);
+        running.insert(key, first);
+        let stuck = my_count.0.saturating_sub(first.0) >= timeout;
+        if !view.is_live(to, *to_epoch) || stuck {
+            cancels.push(Command::CancelTransfer {
+                stream: *id,
+                stream_epoch: row.stream_epoch,
+            });
+        }
+    }
+    *seen = running;
+    cancels
 }
 
 /// Hold the lease, acquiring it when it is free or its holder has been
@@ -178,4 +208,82 @@ async fn fence_silent_nodes(node: &Node) -> anyhow::Result<()> {
         crate::telemetry::count("nodes_fenced_total", &[]);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::{LogIndex, NodeEpoch, NodeId, Offset, TopicId};
+    use crate::meta::view::{NodeRow, StreamRow};
+    use crate::meta::View;
+
+    fn view_transferring(epoch: u64) -> View {
+        let mut view = View::default();
+        for n in ["a", "b"] {
+            view.nodes.insert(
+                NodeId::new(n),
+                NodeRow {
+                    epoch: NodeEpoch(1),
+                    heartbeats: HeartbeatCount(0),
+                    fenced: false,
+                    http_addr: String::new(),
+                    kafka_addr: String::new(),
+                    registered_at: LogIndex(1),
+                    draining: false,
+                },
+            );
+        }
+        view.streams.insert(
+            StreamId::new(TopicId(1), 0),
+            StreamRow {
+                topic_name: "t".into(),
+                state: StreamState::Transferring {
+                    from: NodeId::new("a"),
+                    from_epoch: NodeEpoch(1),
+                    to: NodeId::new("b"),
+                    to_epoch: NodeEpoch(1),
+                },
+                stream_epoch: StreamEpoch(epoch),
+                committed_end: Offset(0),
+                start: Offset(0),
+                chunks: Vec::new(),
+                producers: Default::default(),
+                epoch_starts: Vec::new(),
+            },
+        );
+        view
+    }
+
+    #[test]
+    fn a_transfer_is_cancelled_after_the_timeout_and_not_before() {
+        let view = view_transferring(3);
+        let mut seen = HashMap::new();
+        assert!(transfers_to_cancel(&view, HeartbeatCount(10), 5, &mut seen).is_empty());
+        assert!(transfers_to_cancel(&view, HeartbeatCount(14), 5, &mut seen).is_empty());
+        assert_eq!(transfers_to_cancel(&view, HeartbeatCount(15), 5, &mut seen).len(), 1);
+    }
+
+    #[test]
+    fn a_transfer_restarted_at_the_same_stream_epoch_after_a_cancel_gets_a_fresh_timeout() {
+        // Found on radosgw + DynamoDB Local under load: once one transfer
+        // timed out, rebalancing restarted it in the same tick at the same
+        // stream epoch, and every later tick cancelled it at once.
+        let view = view_transferring(3);
+        let mut seen = HashMap::new();
+        transfers_to_cancel(&view, HeartbeatCount(10), 5, &mut seen);
+        assert_eq!(transfers_to_cancel(&view, HeartbeatCount(15), 5, &mut seen).len(), 1);
+        // The cancel applied (supervise_transfers forgets it), and a new transfer runs.
+        seen.remove(&(StreamId::new(TopicId(1), 0), StreamEpoch(3)));
+        assert!(transfers_to_cancel(&view, HeartbeatCount(16), 5, &mut seen).is_empty());
+        assert!(transfers_to_cancel(&view, HeartbeatCount(20), 5, &mut seen).is_empty());
+        assert_eq!(transfers_to_cancel(&view, HeartbeatCount(21), 5, &mut seen).len(), 1);
+    }
+
+    #[test]
+    fn a_transfer_to_a_dead_target_is_cancelled_at_once() {
+        let mut view = view_transferring(3);
+        view.nodes.get_mut(&NodeId::new("b")).unwrap().fenced = true;
+        let mut seen = HashMap::new();
+        assert_eq!(transfers_to_cancel(&view, HeartbeatCount(10), 5, &mut seen).len(), 1);
+    }
 }

@@ -34,8 +34,17 @@ const APPEND_TIMEOUT: Duration = Duration::from_secs(3);
 /// Simulated time allowed, after healing, for every stream to be open again.
 const HEAL_TIMEOUT: Duration = Duration::from_secs(120);
 /// Flags on top of `support::config` (heartbeat 1 s, node timeout 4 s):
-/// frequent flushes so reads also come from data objects.
-const FLAGS: &[&str] = &["--flush-interval-sec", "2"];
+/// frequent flushes so reads also come from data objects, and garbage
+/// collection every 3 s (a 20 s grace for unreferenced data objects) so it
+/// runs alongside takeovers, zombies and faults.
+const FLAGS: &[&str] = &[
+    "--flush-interval-sec",
+    "2",
+    "--gc-interval-sec",
+    "3",
+    "--gc-grace-sec",
+    "20",
+];
 
 /// One node id: its connections to the shared stores (kept across restarts,
 /// so a partition outlives a crash) and its current incarnation.
@@ -902,6 +911,8 @@ pub async fn run_seed(seed: u64) -> SeedReport {
         let ledger = sim.ledger.lock().unwrap();
         *counts.entry("wal: segments landed".into()).or_default() += ledger.segments;
         *counts.entry("wal: fence markers".into()).or_default() += ledger.fence_markers;
+        *counts.entry("gc: WAL objects deleted".into()).or_default() += ledger.wal_deleted;
+        *counts.entry("gc: data objects deleted".into()).or_default() += ledger.data_deleted;
     }
     let history = std::mem::take(&mut *sim.history.lock().unwrap());
     let trace = std::mem::take(&mut *sim.trace.lock().unwrap());
@@ -1003,6 +1014,9 @@ async fn drive(sim: &Arc<Sim>, events: Vec<Event>, client_seeds: Vec<u64>) -> Re
         }
         for u in &ledger.undecodable {
             violations.push(format!("an undecodable object landed in the WAL: {u}"));
+        }
+        for k in &ledger.markers_deleted {
+            violations.push(format!("a fence marker was deleted: {k}"));
         }
     }
     let total: usize = final_state.values().map(Vec::len).sum();

@@ -23,6 +23,15 @@ pub struct WalLedger {
     pub fence_markers: u64,
     /// Keys under `wal/` that did not decode: always a violation.
     pub undecodable: Vec<String>,
+    /// Keys of the fence markers that landed.
+    pub marker_keys: BTreeSet<String>,
+    /// Deletions by garbage collection (and WAL truncation): WAL objects,
+    /// data objects.
+    pub wal_deleted: u64,
+    pub data_deleted: u64,
+    /// Fence markers deleted: always a violation (a paused writer could
+    /// then create-if-absent at the freed key).
+    pub markers_deleted: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -56,7 +65,10 @@ impl RecordingStore {
                         .insert((s.node.clone(), s.epoch));
                 }
             }
-            Ok(WalObject::Fence(_)) => ledger.fence_markers += 1,
+            Ok(WalObject::Fence(_)) => {
+                ledger.fence_markers += 1;
+                ledger.marker_keys.insert(key.to_string());
+            }
             Err(e) => ledger.undecodable.push(format!("{key}: {e}")),
         }
     }
@@ -81,6 +93,16 @@ impl ObjectStore for RecordingStore {
     }
 
     async fn delete(&self, key: &str) -> StoreResult<()> {
-        self.inner.delete(key).await
+        self.inner.delete(key).await?;
+        let mut ledger = self.ledger.lock().unwrap();
+        if key.starts_with("wal/") {
+            ledger.wal_deleted += 1;
+            if ledger.marker_keys.contains(key) {
+                ledger.markers_deleted.push(key.to_string());
+            }
+        } else if key.starts_with("data/") {
+            ledger.data_deleted += 1;
+        }
+        Ok(())
     }
 }

@@ -1,0 +1,279 @@
+//! Retention and garbage collection, run by the lease holder every
+//! `--gc-interval-sec` (see `docs/design/gc.md`).
+//!
+//! - **Retention**: a stream whose oldest chunks are past its topic's
+//!   `retention_ms` (by the chunk's newest record timestamp) or beyond its
+//!   `retention_bytes` is trimmed with `TrimStream` at a chunk boundary.
+//! - **Data objects**: an object under `data/` that no index entry
+//!   references is a candidate; it is deleted once it has stayed
+//!   unreferenced for `--gc-grace-sec` of this holder's own monotonic time
+//!   (so a flush whose `CommitObjects` is still in flight is never taken, and
+//!   no node's wall clock decides). A new holder starts the grace afresh.
+//! - **WAL of dead incarnations**: once an incarnation is dead (fenced or
+//!   replaced) and no stream is open, transferring or recovering at it, its
+//!   records are all in data objects, so its segments go — but never its
+//!   fence marker: a paused writer of that incarnation may still wake and
+//!   create-if-absent at the marker's key, and the marker is what refuses it.
+//!
+//! Every run deletes at most [`MAX_DELETES_PER_RUN`] objects, and decides
+//! only from the view it read after listing, so nothing referenced at that
+//! index is ever deleted.
+
+use crate::ids::{NodeEpoch, NodeId, SegmentSeq};
+use crate::meta::{Command, StreamState, View};
+use crate::node::Node;
+use crate::store::ObjectMeta;
+use crate::wal::segment::{decode_wal_object, WalObject};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use tokio::time::Instant;
+
+/// Objects one run deletes at most (data and WAL together).
+pub const MAX_DELETES_PER_RUN: usize = 1000;
+
+/// A fence marker is a few hundred bytes; larger WAL objects are segments.
+const FENCE_MARKER_MAX_BYTES: u64 = 1024;
+
+/// What the holder remembers between runs (local, derived; lost on a
+/// change of holder, which only restarts the grace period).
+#[derive(Debug, Default)]
+pub struct GcState {
+    last_run: Option<Instant>,
+    /// Unreferenced data objects and when this holder first saw them so.
+    unreferenced_since: HashMap<String, Instant>,
+}
+
+/// What one run did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct GcReport {
+    pub trimmed_streams: usize,
+    pub data_deleted: usize,
+    pub wal_deleted: usize,
+    pub markers_kept: usize,
+}
+
+/// Run when `--gc-interval-sec` has passed since the last run (0 disables).
+pub async fn maybe_run(node: &Node, state: &mut GcState) -> anyhow::Result<()> {
+    let interval = node.config.gc_interval;
+    if interval.is_zero() || state.last_run.is_some_and(|t| t.elapsed() < interval) {
+        return Ok(());
+    }
+    state.last_run = Some(Instant::now());
+    let report = run_once(node, state).await?;
+    if report != GcReport::default() {
+        tracing::info!(
+            trimmed_streams = report.trimmed_streams,
+            data_deleted = report.data_deleted,
+            wal_deleted = report.wal_deleted,
+            markers_kept = report.markers_kept,
+            "garbage collection"
+        );
+    }
+    Ok(())
+}
+
+pub async fn run_once(node: &Node, state: &mut GcState) -> anyhow::Result<GcReport> {
+    let mut report = GcReport::default();
+    let trims = retention_trims(&node.meta.view(), wall_ms());
+    if !trims.is_empty() {
+        let outcomes = node.meta.propose_all(trims).await?;
+        report.trimmed_streams = outcomes.iter().filter(|o| o.is_applied()).count();
+        crate::telemetry::count_n("retention_trims_total", &[], report.trimmed_streams as u64);
+    }
+    let mut budget = MAX_DELETES_PER_RUN;
+
+    // List first, then read the view: anything committed before the view's
+    // index is seen as referenced.
+    let listed = node.backends.data.list("data/").await?;
+    node.meta
+        .sync(node.config.gc_grace.min(std::time::Duration::from_secs(5)))
+        .await;
+    let doomed = {
+        let view = node.meta.view();
+        let unreferenced = unreferenced_data(&view, &listed);
+        due_for_deletion(state, unreferenced, Instant::now(), node.config.gc_grace)
+    };
+    for key in doomed.into_iter().take(budget) {
+        node.backends.data.delete(&key).await?;
+        state.unreferenced_since.remove(&key);
+        report.data_deleted += 1;
+    }
+    budget -= report.data_deleted;
+    crate::telemetry::count_n(
+        "gc_deleted_objects_total",
+        &[("kind", "data")],
+        report.data_deleted as u64,
+    );
+
+    let listed = node.backends.wal.list("wal/").await?;
+    let collectable = collectable_wal(&node.meta.view(), &listed);
+    for (_, objects) in collectable {
+        for o in objects {
+            if budget == 0 {
+                break;
+            }
+            if o.size <= FENCE_MARKER_MAX_BYTES && !is_plain_segment(node, &o.key).await? {
+                report.markers_kept += 1;
+                continue;
+            }
+            node.backends.wal.delete(&o.key).await?;
+            report.wal_deleted += 1;
+            budget -= 1;
+        }
+    }
+    crate::telemetry::count_n(
+        "gc_deleted_objects_total",
+        &[("kind", "wal")],
+        report.wal_deleted as u64,
+    );
+    Ok(report)
+}
+
+/// Whether a small WAL object is a segment (deletable). A fence marker, an
+/// object that vanished meanwhile, or one that does not decode is kept.
+async fn is_plain_segment(node: &Node, key: &str) -> anyhow::Result<bool> {
+    let Some(bytes) = node.backends.wal.get(key, None).await? else {
+        return Ok(false);
+    };
+    Ok(match decode_wal_object(key, &bytes) {
+        Ok(WalObject::Segment(_)) => true,
+        Ok(WalObject::Fence(_)) => false,
+        Err(e) => {
+            tracing::warn!(key, error = %e, "garbage collection keeps an undecodable WAL object");
+            false
+        }
+    })
+}
+
+fn wall_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// `TrimStream` for every stream with chunks past its topic's retention.
+/// Trims only at chunk boundaries and never into the unflushed tail.
+pub fn retention_trims(view: &View, now_ms: i64) -> Vec<Command> {
+    let mut out = Vec::new();
+    for topic in view.topics.values() {
+        let by_time = topic.config.retention_ms.filter(|ms| *ms >= 0);
+        let by_bytes = topic.config.retention_bytes.filter(|b| *b >= 0);
+        if by_time.is_none() && by_bytes.is_none() {
+            continue;
+        }
+        for (id, row) in view.topic_streams(topic) {
+            if row.state == StreamState::Deleted {
+                continue;
+            }
+            let mut kept: i64 = row.chunks.iter().map(|c| (c.byte_end - c.byte_start) as i64).sum();
+            let mut new_start = row.start;
+            for c in &row.chunks {
+                let expired = by_time.is_some_and(|ms| c.max_timestamp < now_ms.saturating_sub(ms));
+                let excess = by_bytes.is_some_and(|b| kept > b);
+                if !(expired || excess) {
+                    break;
+                }
+                kept -= (c.byte_end - c.byte_start) as i64;
+                new_start = new_start.max(c.end);
+            }
+            if new_start > row.start {
+                out.push(Command::TrimStream { stream: *id, new_start });
+            }
+        }
+    }
+    out
+}
+
+/// Keys under `data/` that no chunk of the view references.
+pub fn unreferenced_data(view: &View, listed: &[ObjectMeta]) -> Vec<String> {
+    let referenced: HashSet<&str> = view
+        .streams
+        .values()
+        .flat_map(|r| r.chunks.iter().map(|c| c.key.as_str()))
+        .collect();
+    listed
+        .iter()
+        .filter(|o| !referenced.contains(o.key.as_str()))
+        .map(|o| o.key.clone())
+        .collect()
+}
+
+/// Remember when each unreferenced key was first seen so; return those
+/// unreferenced for at least `grace`. Keys referenced again are forgotten.
+fn due_for_deletion(
+    state: &mut GcState,
+    unreferenced: Vec<String>,
+    now: Instant,
+    grace: std::time::Duration,
+) -> Vec<String> {
+    let current: HashSet<&String> = unreferenced.iter().collect();
+    state.unreferenced_since.retain(|k, _| current.contains(k));
+    let mut due = Vec::new();
+    for key in unreferenced {
+        let since = *state.unreferenced_since.entry(key.clone()).or_insert(now);
+        if now.duration_since(since) >= grace {
+            due.push(key);
+        }
+    }
+    due.sort();
+    due
+}
+
+/// `wal/<node>/<epoch>/<seq>` → its incarnation and seq.
+fn parse_wal_key(key: &str) -> Option<(NodeId, NodeEpoch, SegmentSeq)> {
+    let rest = key.strip_prefix("wal/")?;
+    let mut parts = rest.rsplitn(3, '/');
+    let seq = parts.next()?.parse().ok()?;
+    let epoch = parts.next()?.parse().ok()?;
+    let node = parts.next()?;
+    (!node.is_empty()).then(|| (NodeId::new(node), NodeEpoch(epoch), SegmentSeq(seq)))
+}
+
+/// Whether a stream state names the incarnation in any role.
+fn mentions(state: &StreamState, node: &NodeId, epoch: NodeEpoch) -> bool {
+    let is = |n: &NodeId, e: NodeEpoch| n == node && e == epoch;
+    match state {
+        StreamState::Open { node: n, node_epoch } => is(n, *node_epoch),
+        StreamState::Transferring {
+            from,
+            from_epoch,
+            to,
+            to_epoch,
+        } => is(from, *from_epoch) || is(to, *to_epoch),
+        StreamState::Recovering {
+            node: n,
+            node_epoch,
+            transfer_to,
+        } => is(n, *node_epoch) || transfer_to.as_ref().is_some_and(|(t, e)| is(t, *e)),
+        StreamState::Closed | StreamState::Deleted => false,
+    }
+}
+
+/// WAL objects of incarnations whose records are all in data objects: dead
+/// in the view and named by no stream. Both stay true at every later index
+/// (a dead incarnation is never placed again), so a lagging view is safe. Objects are in seq order per
+/// incarnation; keys that do not parse are left alone.
+pub fn collectable_wal(view: &View, listed: &[ObjectMeta]) -> BTreeMap<(NodeId, NodeEpoch), Vec<ObjectMeta>> {
+    let mut by_incarnation: BTreeMap<(NodeId, NodeEpoch), Vec<(SegmentSeq, ObjectMeta)>> = BTreeMap::new();
+    for o in listed {
+        if let Some((node, epoch, seq)) = parse_wal_key(&o.key) {
+            by_incarnation.entry((node, epoch)).or_default().push((seq, o.clone()));
+        }
+    }
+    by_incarnation
+        .into_iter()
+        .filter(|((node, epoch), _)| {
+            // A node the view does not know yet may have just registered
+            // (this view lags the log): never collect it.
+            view.nodes.contains_key(node)
+                && view.incarnation_dead(node, *epoch)
+                && !view.streams.values().any(|r| mentions(&r.state, node, *epoch))
+        })
+        .map(|(k, mut objects)| {
+            objects.sort_by_key(|(seq, _)| *seq);
+            (k, objects.into_iter().map(|(_, o)| o).collect())
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;
