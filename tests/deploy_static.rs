@@ -369,6 +369,8 @@ fn the_dashboard_queries_only_metrics_the_code_emits() {
         "wal_takeovers_total",
         "wal_takeover_seconds_bucket",
         "wal_segments_deleted_total",
+        "gc_deleted_objects_total",
+        "retention_trims_total",
     ] {
         assert!(used.contains(m), "the dashboard does not show {m}");
     }
