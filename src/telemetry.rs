@@ -122,19 +122,45 @@ pub fn render() -> String {
     out
 }
 
+/// The span every log line of a node's loops and requests runs in: the
+/// node id and its registration epoch (`e7`).
+pub fn node_span(node: &dyn std::fmt::Display, epoch: impl std::fmt::Display) -> tracing::Span {
+    tracing::info_span!("node", node = %node, epoch = %epoch)
+}
+
+/// The log subscriber: `json` lines (one object per event, with the fields of
+/// its spans) or human-readable `text`, written to `writer`.
+fn subscriber<W>(
+    format: &str,
+    filter: tracing_subscriber::EnvFilter,
+    ansi: bool,
+    writer: W,
+) -> Box<dyn tracing::Subscriber + Send + Sync>
+where
+    W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
+{
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(ansi)
+        .with_writer(writer);
+    if format == "json" {
+        Box::new(builder.json().with_current_span(true).with_span_list(true).finish())
+    } else {
+        Box::new(builder.finish())
+    }
+}
+
 /// Install the tracing subscriber: `text` or `json` lines on stderr, level
-/// from `RUST_LOG` (default `info`).
+/// from `RUST_LOG` (default `info`); colours only on a terminal.
 pub fn init_logging(format: &str) {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    let _ = if format == "json" {
-        builder.json().try_init()
-    } else {
-        builder.try_init()
-    };
+    let _ = tracing::subscriber::set_global_default(subscriber(
+        format,
+        filter,
+        std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        std::io::stderr,
+    ));
 }
 
 #[cfg(test)]
@@ -152,5 +178,56 @@ mod tests {
         assert!(text.contains("test_buffered_bytes 42"));
         assert!(text.contains("test_latency_seconds_bucket{op=\"put\",le=\"0.005\"} 1"));
         assert!(text.contains("test_latency_seconds_count{op=\"put\"} 1"));
+    }
+
+    /// Captures what a subscriber writes.
+    #[derive(Clone, Default)]
+    struct Captured(std::sync::Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn log_with(format: &str) -> String {
+        let out = Captured::default();
+        let writer = out.clone();
+        let sub = subscriber(format, tracing_subscriber::EnvFilter::new("info"), false, move || {
+            writer.clone()
+        });
+        tracing::subscriber::with_default(sub, || {
+            let node = node_span(&"n1", crate::ids::NodeEpoch(7));
+            let _n = node.enter();
+            let stream = tracing::info_span!("append", stream = "orders/2");
+            let _s = stream.enter();
+            tracing::info!(offset = 41, "appended");
+        });
+        let bytes = out.0.lock().unwrap().clone();
+        String::from_utf8(bytes).unwrap()
+    }
+
+    #[test]
+    fn json_logs_carry_node_epoch_and_stream() {
+        let line = log_with("json");
+        let v: serde_json::Value = serde_json::from_str(line.trim()).expect("one JSON object per line");
+        assert_eq!(v["fields"]["message"], "appended");
+        assert_eq!(v["fields"]["offset"], 41);
+        assert_eq!(v["span"]["stream"], "orders/2");
+        let spans = v["spans"].as_array().expect("the span list");
+        assert_eq!(spans[0]["node"], "n1");
+        assert_eq!(spans[0]["epoch"], "e7");
+    }
+
+    #[test]
+    fn text_logs_carry_node_epoch_and_stream() {
+        let line = log_with("text");
+        assert!(line.contains("node{node=n1 epoch=e7}"), "{line}");
+        assert!(line.contains("append{stream=") && line.contains("orders/2"), "{line}");
+        assert!(line.contains("appended"), "{line}");
     }
 }

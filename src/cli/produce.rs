@@ -12,6 +12,13 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, BufReader};
 
 pub const BATCH_LINES: usize = 500;
 pub const BATCH_BYTES: usize = 1024 * 1024;
+/// Retries of a batch the server refused retryably (about 30 s in all).
+const RETRIES: u32 = 35;
+
+fn refused_retryably(e: &anyhow::Error) -> bool {
+    e.chain()
+        .any(|c| c.downcast_ref::<super::ServerError>().is_some_and(|s| s.retryable))
+}
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct ProduceArgs {
@@ -73,7 +80,7 @@ impl ProduceArgs {
             let full = batch.len() >= BATCH_LINES || batch_bytes >= BATCH_BYTES;
             if (full || n == 0) && !batch.is_empty() {
                 sent += self
-                    .send_batch(&client, &batch)
+                    .send_batch_retrying(&client, &batch)
                     .await
                     .with_context(|| format!("appending records {}..{} failed", sent + 1, sent + batch.len() as u64))?;
                 batch.clear();
@@ -87,6 +94,26 @@ impl ProduceArgs {
         }
         writeln!(progress, "\rproduced {sent} records")?;
         Ok(sent)
+    }
+
+    /// [`Self::send_batch`], retried while the server answers with a
+    /// retryable refusal (`unavailable`: the partition is being placed or
+    /// moved; `throttled`: back-pressure) — a topic created a moment ago has
+    /// no owner yet. These answers mean nothing was appended. Connection
+    /// failures are not retried: the batch may have landed.
+    async fn send_batch_retrying(&self, client: &Client, lines: &[Vec<u8>]) -> anyhow::Result<u64> {
+        let mut backoff = std::time::Duration::from_millis(50);
+        let mut attempts = 0;
+        loop {
+            match self.send_batch(client, lines).await {
+                Err(e) if attempts < RETRIES && refused_retryably(&e) => {
+                    attempts += 1;
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(std::time::Duration::from_secs(1));
+                }
+                other => return other,
+            }
+        }
     }
 
     async fn send_batch(&self, client: &Client, lines: &[Vec<u8>]) -> anyhow::Result<u64> {

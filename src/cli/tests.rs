@@ -259,6 +259,42 @@ async fn produce_fails_with_the_servers_message() {
 }
 
 #[tokio::test]
+async fn produce_retries_while_the_partition_is_being_placed() {
+    let (engine, url) = serve().await;
+    TopicsCmd::Create {
+        name: "t".into(),
+        partitions: 1,
+        retention_ms: None,
+        retention_bytes: None,
+    }
+    .run_to(&url, &mut Vec::new())
+    .await
+    .unwrap();
+    engine.fail_appends(
+        None,
+        Some(crate::api::ApiError::unavailable("stream t/0 is being placed")),
+    );
+    let producing = {
+        let url = url.clone();
+        tokio::spawn(async move { produce("t").produce(&url, &b"a\nb\n"[..], &mut Vec::new()).await })
+    };
+    // Refused until the partition has an owner.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!producing.is_finished(), "a retryable refusal is retried");
+    engine.fail_appends(None, None);
+    assert_eq!(producing.await.unwrap().unwrap(), 2);
+    let mut out = Vec::new();
+    ConsumeArgs {
+        from_beginning: true,
+        ..consume("t")
+    }
+    .consume(&url, &mut out)
+    .await
+    .unwrap();
+    assert_eq!(String::from_utf8(out).unwrap(), "a\nb\n", "appended once");
+}
+
+#[tokio::test]
 async fn follow_tails_new_records_and_reconnects_after_unavailable() {
     let (engine, url) = serve().await;
     TopicsCmd::Create {

@@ -44,6 +44,7 @@ fn producer_batch(e: &WalEntry) -> Option<ProducerBatch> {
 
 /// Take over one dead incarnation's WAL. Idempotent: redoing it after an
 /// interruption gives the same result.
+#[tracing::instrument(name = "wal_takeover", skip_all, fields(dead = %dead, dead_epoch = %dead_epoch))]
 pub async fn take_over(node: &Node, dead: &NodeId, dead_epoch: NodeEpoch) -> anyhow::Result<()> {
     let started = tokio::time::Instant::now();
     tracing::info!(node = %dead, epoch = %dead_epoch, "taking over WAL");

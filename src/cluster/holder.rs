@@ -41,11 +41,14 @@ pub async fn run(node: Arc<Node>) {
     }
 }
 
+#[tracing::instrument(level = "debug", name = "holder_tick", skip_all)]
 async fn tick_once(node: &Node, state: &mut HolderState) -> anyhow::Result<()> {
     if !node.meta.view().is_live(&node.id, node.epoch) {
         return Ok(()); // fenced or replaced: we are stopping
     }
-    if !ensure_lease(node).await? {
+    let holds = ensure_lease(node).await?;
+    crate::telemetry::gauge("lease_holder", &[], if holds { 1.0 } else { 0.0 });
+    if !holds {
         return Ok(());
     }
     let started = tokio::time::Instant::now();

@@ -96,6 +96,8 @@ fn handler(method: &str, path: &str) -> MethodRouter<Shared> {
 /// refused while being read (413 `request_too_large`), never buffered whole.
 pub fn router(engine: Arc<dyn Engine>) -> Router {
     let limits = engine.limits();
+    let me = engine.ready();
+    let span = crate::telemetry::node_span(&me.node_id, me.epoch);
     let state = Arc::new(AppState {
         engine,
         limits,
@@ -114,6 +116,13 @@ pub fn router(engine: Arc<dyn Engine>) -> Router {
         .layer(DefaultBodyLimit::max(limits.max_request_bytes))
         .layer(axum::middleware::from_fn(mark_forwarded))
         .layer(axum::middleware::from_fn(observe))
+        .layer(axum::middleware::from_fn(
+            move |req: axum::extract::Request, next: axum::middleware::Next| {
+                use tracing::Instrument as _;
+                let span = tracing::info_span!(parent: &span, "http", method = %req.method(), path = %req.uri().path());
+                next.run(req).instrument(span)
+            },
+        ))
         .with_state(state)
 }
 

@@ -122,6 +122,8 @@ pub async fn serve_with(
     let groups = Arc::new(Groups::new());
     let limit = crate::net::ConnLimit::new("kafka", transport.max_connections);
     let transport = Arc::new(transport);
+    let me = engine.ready();
+    let node_span = crate::telemetry::node_span(&me.node_id, me.epoch);
     let ticker = tokio::spawn({
         let groups = groups.clone();
         async move {
@@ -142,7 +144,8 @@ pub async fn serve_with(
                         continue;
                     };
                     let (engine, stop, groups, transport) = (engine.clone(), stop.clone(), groups.clone(), transport.clone());
-                    conns.spawn(async move {
+                    let span = tracing::info_span!(parent: &node_span, "kafka", %peer);
+                    conns.spawn(tracing::Instrument::instrument(async move {
                         let _permit = permit;
                         let host = peer.ip().to_string();
                         let timeouts = FrameTimeouts { idle: transport.idle_timeout, read: transport.read_timeout };
@@ -151,9 +154,9 @@ pub async fn serve_with(
                             Err(e) => Err(e.into()),
                         };
                         if let Err(e) = closed {
-                            tracing::info!(%peer, error = %e, "kafka connection closed");
+                            tracing::info!(error = %e, "kafka connection closed");
                         }
-                    });
+                    }, span));
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "kafka accept failed");

@@ -425,7 +425,15 @@ impl Core {
                 break;
             }
             let index = self.shared.view.read().unwrap().applied.next();
-            match self.log.append_at(index, bytes.clone()).await {
+            let started = Instant::now();
+            let appended = self.log.append_at(index, bytes.clone()).await;
+            let outcome = match &appended {
+                Ok(AppendOutcome::Appended) => "appended",
+                Ok(AppendOutcome::IndexTaken) => "index_taken",
+                Err(_) => "error",
+            };
+            crate::telemetry::observe("meta_append_seconds", &[("outcome", outcome)], started.elapsed());
+            match appended {
                 Ok(AppendOutcome::Appended) => {
                     self.set_reachable(true);
                     if !self.predecessor_exists(index).await {

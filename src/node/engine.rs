@@ -136,6 +136,14 @@ impl Node {
             });
         }
         let result = |records: Vec<(Offset, Record)>| {
+            count_read(
+                "records",
+                records.len(),
+                records
+                    .iter()
+                    .map(|(_, r)| crate::stream::partition::record_size(r))
+                    .sum(),
+            );
             let next_offset = records.last().map_or(from, |(o, _)| o.next());
             ReadResult {
                 records,
@@ -196,6 +204,7 @@ impl Node {
         if let Some(s) = &local {
             if let Some(b) = s.read_tail_batches(from, hw, max_bytes) {
                 out.batches = b;
+                count_read("batches", out.batches.len(), out.batches.iter().map(|b| b.len()).sum());
                 return Ok(out);
             }
         }
@@ -217,8 +226,17 @@ impl Node {
             }
         }
         out.batches = batches;
+        count_read("batches", out.batches.len(), out.batches.iter().map(|b| b.len()).sum());
         Ok(out)
     }
+}
+
+/// Reads served from this node's streams (forwarded reads count on the
+/// owner): `read_total{kind}` counts records or batches, `read_bytes_total`
+/// their payload bytes.
+fn count_read(kind: &str, n: usize, bytes: usize) {
+    crate::telemetry::count_n("read_total", &[("kind", kind)], n as u64);
+    crate::telemetry::count_n("read_bytes_total", &[("kind", kind)], bytes as u64);
 }
 
 #[async_trait]
@@ -409,6 +427,7 @@ impl Engine for Node {
             .ok_or_else(|| ApiError::new(ErrorCode::TopicNotFound, format!("topic {topic:?} does not exist")))
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(stream = %format_args!("{topic}/{partition}")))]
     async fn append(&self, topic: &str, partition: u32, records: Vec<Record>) -> ApiResult<Appended> {
         let stream = self.resolve(topic, partition)?;
         if self.phase() != Phase::Ready {
@@ -426,10 +445,13 @@ impl Engine for Node {
         crate::telemetry::observe("append_seconds", &[("outcome", outcome)], started.elapsed());
         if result.is_ok() {
             crate::telemetry::count_n("appended_records_total", &[], records.len() as u64);
+            let bytes: usize = records.iter().map(crate::stream::partition::record_size).sum();
+            crate::telemetry::count_n("appended_bytes_total", &[], bytes as u64);
         }
         result
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(stream = %format_args!("{topic}/{partition}")))]
     async fn read(&self, topic: &str, partition: u32, req: ReadRequest) -> ApiResult<ReadResult> {
         let stream = self.resolve(topic, partition)?;
         self.check_serving()?;
@@ -477,6 +499,7 @@ impl Engine for Node {
         Ok(self.read_once(stream, from, &req).await?.0)
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(stream = %format_args!("{topic}/{partition}")))]
     async fn append_batch(&self, topic: &str, partition: u32, batch: bytes::Bytes) -> ApiResult<Appended> {
         let stream = self.resolve(topic, partition)?;
         if self.phase() != Phase::Ready {
@@ -489,10 +512,12 @@ impl Engine for Node {
         crate::telemetry::observe("append_seconds", &[("outcome", outcome)], started.elapsed());
         if let Ok(a) = &result {
             crate::telemetry::count_n("appended_records_total", &[], u64::from(a.count));
+            crate::telemetry::count_n("appended_bytes_total", &[], batch.len() as u64);
         }
         result
     }
 
+    #[tracing::instrument(level = "debug", skip_all, fields(stream = %format_args!("{topic}/{partition}")))]
     async fn read_batches(
         &self,
         topic: &str,

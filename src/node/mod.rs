@@ -22,6 +22,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
+use tracing::Instrument as _;
 
 /// Where a node is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,12 +170,14 @@ impl Node {
             tasks: Mutex::new(Vec::new()),
         });
         let _ = node.me.set(Arc::downgrade(&node));
+        // Every log line of the control loops carries the node and its epoch.
+        let span = crate::telemetry::node_span(&node.id, node.epoch);
         let loops = vec![
-            tokio::spawn(heartbeat_loop(node.clone())),
-            tokio::spawn(reconcile_loop(node.clone())),
-            tokio::spawn(crate::cluster::holder::run(node.clone())),
-            tokio::spawn(flusher::run(node.clone())),
-            tokio::spawn(watch_wal_fence(node.clone())),
+            tokio::spawn(heartbeat_loop(node.clone()).instrument(span.clone())),
+            tokio::spawn(reconcile_loop(node.clone()).instrument(span.clone())),
+            tokio::spawn(crate::cluster::holder::run(node.clone()).instrument(span.clone())),
+            tokio::spawn(flusher::run(node.clone()).instrument(span.clone())),
+            tokio::spawn(watch_wal_fence(node.clone()).instrument(span)),
         ];
         node.tasks.lock().unwrap().extend(loops);
         Ok(node)
@@ -315,7 +318,7 @@ impl Node {
             if self.handing_off.lock().unwrap().insert(id) {
                 if let Some(me) = self.me.get().and_then(std::sync::Weak::upgrade) {
                     tracing::info!(stream = %id, "handing stream over to its transfer target");
-                    tokio::spawn(me.hand_off(s));
+                    tokio::spawn(me.hand_off(s).instrument(tracing::info_span!("hand_off", stream = %id)));
                 }
             }
         }

@@ -101,6 +101,11 @@ pub async fn sdk_config(region: Option<&str>) -> aws_config::SdkConfig {
     loader.load().await
 }
 
+/// Whether `bucket` names an S3 Express One Zone directory bucket.
+pub fn is_directory_bucket(bucket: &str) -> bool {
+    bucket.ends_with("--x-s3")
+}
+
 #[derive(Debug)]
 pub struct S3Store {
     client: AmazonS3,
@@ -140,7 +145,10 @@ impl S3Store {
                 provider,
                 cached: Mutex::new(None),
             }))
-            .with_virtual_hosted_style_request(!options.force_path_style && options.endpoint.is_none());
+            .with_virtual_hosted_style_request(!options.force_path_style && options.endpoint.is_none())
+            // S3 Express One Zone directory buckets (`name--azid--x-s3`, e.g. a
+            // separate WAL bucket) need the zonal endpoint and CreateSession auth.
+            .with_s3_express(is_directory_bucket(&bucket) && options.endpoint.is_none());
         if let Some(e) = &options.endpoint {
             builder = builder.with_endpoint(e);
         }
@@ -286,5 +294,27 @@ mod tests {
         assert!(parse_url("s3:///x").is_err());
         assert!(parse_url("file:///x").is_err());
         assert!(parse_url("s3://b/a//b").is_err());
+    }
+
+    #[test]
+    fn directory_buckets_are_recognised_by_their_suffix() {
+        assert!(is_directory_bucket("sluice-wal--use1-az4--x-s3"));
+        assert!(!is_directory_bucket("sluice-data"));
+        assert!(!is_directory_bucket("x-s3"));
+    }
+
+    #[tokio::test]
+    async fn a_directory_bucket_is_opened_as_s3_express() {
+        // The S3 Express builder derives the zonal endpoint from the name, so
+        // a directory-bucket name without a zone id is refused while building
+        // the client (no request is sent); an ordinary bucket is not.
+        let err = S3Store::open("s3://nozone--x-s3/", &S3Options::default())
+            .await
+            .expect_err("an S3 Express bucket needs a zone id");
+        assert!(err.to_string().contains("nozone--x-s3"), "{err}");
+        assert!(S3Store::open("s3://wal--use1-az4--x-s3/", &S3Options::default())
+            .await
+            .is_ok());
+        assert!(S3Store::open("s3://plain/", &S3Options::default()).await.is_ok());
     }
 }

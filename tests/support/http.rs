@@ -25,6 +25,7 @@ pub async fn wait_open(client: &reqwest::Client, url: &str, topic: &str) -> bool
 pub async fn read_all(client: &reqwest::Client, url: &str, topic: &str, p: u64) -> Vec<(u64, String)> {
     let mut out = Vec::new();
     let mut offset = 0;
+    let mut refusals = 0;
     loop {
         let r: Value = client
             .get(format!(
@@ -36,6 +37,13 @@ pub async fn read_all(client: &reqwest::Client, url: &str, topic: &str, p: u64) 
             .json()
             .await
             .unwrap();
+        // The view can say "open here" a moment before the node has opened
+        // the stream: a retryable refusal, which clients retry.
+        if r["error"]["retryable"] == true && refusals < 100 {
+            refusals += 1;
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            continue;
+        }
         let records = r["records"].as_array().unwrap_or_else(|| panic!("read failed: {r}"));
         if records.is_empty() {
             return out;
