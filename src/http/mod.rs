@@ -10,10 +10,13 @@
 //! - `sse`: `subscribe`, records as server-sent events.
 //! - `ops`: `/health`, `/ready`, `/metrics`, `/admin/nodes`.
 //! - [`openapi`]: `GET /openapi.json`, checked against [`ROUTES`] by a test.
+//! - [`durable`]: the Durable Streams protocol under `/v1/stream/` (its own
+//!   routes, outside [`ROUTES`] and the OpenAPI document).
 //!
 //! Every route is listed once in [`ROUTES`]; [`router`] builds the router from
 //! that list, so the list, the router and the OpenAPI document cannot drift.
 
+pub mod durable;
 pub mod error;
 pub mod openapi;
 mod ops;
@@ -86,6 +89,7 @@ fn handler(method: &str, path: &str) -> MethodRouter<Shared> {
 /// refused while being read (413 `request_too_large`), never buffered whole.
 pub fn router(engine: Arc<dyn Engine>) -> Router {
     let limits = engine.limits();
+    let durable = durable::router(engine.clone());
     let state = Arc::new(AppState {
         engine,
         limits,
@@ -96,12 +100,13 @@ pub fn router(engine: Arc<dyn Engine>) -> Router {
         router = router.route(path, handler(method, path));
     }
     router
+        .with_state(state)
+        .merge(durable)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(limits.max_request_bytes))
         .layer(axum::middleware::from_fn(mark_forwarded))
         .layer(axum::middleware::from_fn(observe))
-        .with_state(state)
 }
 
 /// Requests another node forwarded are served with `api::FORWARDED` set,
