@@ -22,7 +22,7 @@ pub struct Found {
 }
 
 pub enum Lookup {
-    Found(Found),
+    Found(Box<Found>),
     /// A topic exists under the stream's name but is not a stream.
     Foreign,
     Missing,
@@ -52,13 +52,13 @@ pub async fn lookup(st: &DsState, path: &str) -> Result<Lookup, DsError> {
         return Ok(Lookup::Missing);
     }
     let open = desc.partition_info.first().is_some_and(|p| p.state == "open");
-    Ok(Lookup::Found(Found { topic, meta, open }))
+    Ok(Lookup::Found(Box::new(Found { topic, meta, open })))
 }
 
 /// The stream at `path`, or 404.
 pub async fn find(st: &DsState, path: &str) -> Result<Found, DsError> {
     match lookup(st, path).await? {
-        Lookup::Found(f) => Ok(f),
+        Lookup::Found(f) => Ok(*f),
         Lookup::Foreign | Lookup::Missing => Err(DsError::not_found(path)),
     }
 }
@@ -82,7 +82,12 @@ pub async fn wait_open(st: &DsState, topic: &str) -> Result<(), DsError> {
     loop {
         let desc = st.engine.describe_topic(topic)?;
         if desc.partition_info.first().is_some_and(|p| p.state == "open") {
-            return Ok(());
+            // Placed; ready once its owner has opened it (a read reaches it).
+            match tail(st, topic).await {
+                Ok(_) => return Ok(()),
+                Err(e) if e.status == axum::http::StatusCode::SERVICE_UNAVAILABLE => {}
+                Err(e) => return Err(e),
+            }
         }
         if tokio::time::Instant::now() >= deadline {
             return Err(DsError::new(

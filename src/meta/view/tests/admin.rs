@@ -133,6 +133,7 @@ fn alter_topic_config_sets_and_resets_keys_in_order() {
             retention_ms: Some(2000),
             retention_bytes: Some(-1),
             cleanup_policy: Some(CleanupPolicy::Delete),
+            durable: None,
         }
     );
     // Keys not named are kept; `None` goes back to the default.
