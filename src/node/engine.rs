@@ -42,6 +42,27 @@ impl Node {
         Ok(StreamId::new(t.id, partition))
     }
 
+    /// The local stream, waiting briefly when the view has just opened it
+    /// here and the node is still setting it up (an append right after a
+    /// topic is placed then succeeds instead of answering 503).
+    async fn open_stream_soon(&self, stream: StreamId) -> Option<std::sync::Arc<crate::stream::partition::OpenStream>> {
+        const OPENING_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+        let deadline = tokio::time::Instant::now() + OPENING_WAIT;
+        loop {
+            if let Some(s) = self.open_stream(stream) {
+                return Some(s);
+            }
+            let opening_here = matches!(
+                self.meta.view().streams.get(&stream).map(|r| &r.state),
+                Some(StreamState::Open { node, node_epoch }) if node == &self.id && *node_epoch == self.epoch
+            );
+            if !opening_here || tokio::time::Instant::now() >= deadline {
+                return None;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        }
+    }
+
     /// Why a stream is not served here.
     fn not_here(&self, stream: StreamId) -> ApiError {
         let view = self.meta.view();
@@ -414,7 +435,7 @@ impl Engine for Node {
         if self.phase() != Phase::Ready {
             return Err(ApiError::unavailable(format!("node is {}", self.phase().as_str())));
         }
-        let Some(s) = self.open_stream(stream) else {
+        let Some(s) = self.open_stream_soon(stream).await else {
             return match self.forward_target(stream) {
                 Some(addr) => self.forwarder.append(&addr, topic, partition, &records).await,
                 None => Err(self.not_here(stream)),
