@@ -79,7 +79,10 @@ pub async fn create(
                 return Ok(no_store(r).build());
             }
             Lookup::Missing => match st.engine.create_topic(&topic, 1, config.clone()).await {
-                Ok(_) => break,
+                Ok(_) => {
+                    st.engine.sync_metadata().await;
+                    break;
+                }
                 // Created meanwhile by someone else: judge it as existing.
                 Err(e) if e.code == ErrorCode::TopicExists => continue,
                 Err(e) => return Err(e.into()),
@@ -126,7 +129,10 @@ pub async fn head(st: &DsState, path: &str) -> Result<Response, DsError> {
 pub async fn delete(st: &DsState, path: &str) -> Result<Response, DsError> {
     let found = stream::find(st, path).await?;
     match st.engine.delete_topic(&found.topic).await {
-        Ok(()) => Ok(Reply::new(StatusCode::NO_CONTENT).build()),
+        Ok(()) => {
+            st.engine.sync_metadata().await;
+            Ok(Reply::new(StatusCode::NO_CONTENT).build())
+        }
         Err(e) if e.code == ErrorCode::TopicNotFound => Err(DsError::not_found(path)),
         Err(e) => Err(e.into()),
     }

@@ -37,7 +37,16 @@ pub async fn lookup(st: &DsState, path: &str) -> Result<Lookup, DsError> {
     let topic = topic(path)?;
     let desc = match st.engine.describe_topic(&topic) {
         Ok(d) => d,
-        Err(e) if e.code == ErrorCode::TopicNotFound => return Ok(Lookup::Missing),
+        Err(e) if e.code == ErrorCode::TopicNotFound => {
+            // Perhaps created through another node a moment ago: catch up
+            // with the metadata log before answering 404.
+            st.engine.sync_metadata().await;
+            match st.engine.describe_topic(&topic) {
+                Ok(d) => d,
+                Err(e) if e.code == ErrorCode::TopicNotFound => return Ok(Lookup::Missing),
+                Err(e) => return Err(e.into()),
+            }
+        }
         Err(e) => return Err(e.into()),
     };
     let Some(meta) = desc.config.durable else {
@@ -80,8 +89,14 @@ pub async fn wait_open(st: &DsState, topic: &str) -> Result<(), DsError> {
     let deadline = tokio::time::Instant::now() + OPEN_WAIT;
     let mut pause = Duration::from_millis(2);
     loop {
-        let desc = st.engine.describe_topic(topic)?;
-        if desc.partition_info.first().is_some_and(|p| p.state == "open") {
+        // Just created through this node, the topic may not be in its view yet.
+        let desc = match st.engine.describe_topic(topic) {
+            Ok(d) => Some(d),
+            Err(e) if e.code == ErrorCode::TopicNotFound => None,
+            Err(e) => return Err(e.into()),
+        };
+        let placed = desc.is_some_and(|d| d.partition_info.first().is_some_and(|p| p.state == "open"));
+        if placed {
             // Placed; ready once its owner has opened it (a read reaches it).
             match tail(st, topic).await {
                 Ok(_) => return Ok(()),
@@ -109,6 +124,8 @@ pub async fn update(st: &DsState, topic: &str, updates: Vec<DurableUpdate>) -> R
     }
     let updates = updates.into_iter().map(ConfigUpdate::Durable).collect();
     st.engine.alter_topic_config(topic, updates).await?;
+    // Later requests through this node see the change.
+    st.engine.sync_metadata().await;
     Ok(())
 }
 
