@@ -23,6 +23,7 @@ ENV_FILE="$SVC/env"
 
 DDB_LOCAL_VERSION=${SLUICE_DDB_LOCAL_VERSION:-10.3.0}
 KAFKAJS_VERSION=${SLUICE_KAFKAJS_VERSION:-2.2.4}
+DS_SUITE_VERSION=${SLUICE_DS_SUITE_VERSION:-0.3.6}   # Durable Streams conformance suite
 CEPH_PKGS=(ceph-mon ceph-osd radosgw ceph-common)
 BUCKET=sluice-test
 REGION=us-east-1
@@ -151,6 +152,11 @@ pip_target() {
         --target "$SVC/python" "$@" >&2
 }
 
+# The Durable Streams conformance suite version installed, if any.
+ds_suite_version() {
+    NODE_PATH="$NPM_PREFIX/node_modules" node -p 'require("@durable-streams/server-conformance-tests/package.json").version' 2>/dev/null
+}
+
 # The kafkajs version installed under $NPM_PREFIX, if any.
 kafkajs_version() {
     NODE_PATH="$NPM_PREFIX/node_modules" node -p 'require("kafkajs/package.json").version' 2>/dev/null
@@ -233,6 +239,23 @@ cmd_install() {
             "kafkajs@$KAFKAJS_VERSION" >&2
         [[ $(kafkajs_version) == "$KAFKAJS_VERSION" ]] || die "kafkajs installed but not loadable from $NPM_PREFIX"
     fi
+    # The Durable Streams conformance suite (tests/durable_streams_conformance.rs;
+    # it brings @durable-streams/client, used by tests/durable_streams_cross.rs).
+    # vitest skips test files under node_modules, so the suite's files are
+    # copied to $NPM_PREFIX/ds-conformance, where its imports still resolve.
+    if [[ $(ds_suite_version) == "$DS_SUITE_VERSION" ]]; then
+        say "durable streams conformance suite $DS_SUITE_VERSION: already installed"
+    else
+        say "npm install @durable-streams/server-conformance-tests@$DS_SUITE_VERSION into $NPM_PREFIX"
+        mkdir -p "$NPM_PREFIX"
+        npm install --prefix "$NPM_PREFIX" --no-audit --no-fund --loglevel=error \
+            "@durable-streams/server-conformance-tests@$DS_SUITE_VERSION" >&2
+        [[ $(ds_suite_version) == "$DS_SUITE_VERSION" ]] || die "conformance suite installed but not loadable from $NPM_PREFIX"
+    fi
+    rm -rf "$NPM_PREFIX/ds-conformance"
+    mkdir -p "$NPM_PREFIX/ds-conformance"
+    cp "$NPM_PREFIX"/node_modules/@durable-streams/server-conformance-tests/dist/*.js "$NPM_PREFIX/ds-conformance/"
+    cp "$NPM_PREFIX/ds-conformance/test-runner.js" "$NPM_PREFIX/ds-conformance/conformance.test.js"
     say "install: done"
 }
 

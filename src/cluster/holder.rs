@@ -28,15 +28,63 @@ pub async fn run(node: Arc<Node>) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut state = HolderState::default();
+    let mut applied = node.meta.subscribe();
+    // Whether new streams may be placed as soon as the log shows them
+    // (reset every tick; cleared when such a placement is not all applied,
+    // so a refused plan cannot feed itself).
+    let mut place_early = true;
     // The first tick fires at once: a restarted node recovers its previous
     // incarnation without waiting.
     loop {
-        tick.tick().await;
+        let ticked = tokio::select! {
+            _ = tick.tick() => true,
+            changed = applied.changed() => {
+                if changed.is_err() {
+                    applied = node.meta.subscribe();
+                }
+                false
+            }
+        };
         if node.phase() == Phase::Fenced {
             return;
         }
+        if !ticked {
+            if place_early {
+                place_early = place_new_streams(&node).await;
+            }
+            continue;
+        }
+        place_early = true;
         if let Err(e) = tick_once(&node, &mut state).await {
             tracing::warn!(error = %e, "holder tick failed");
+        }
+    }
+}
+
+/// Places closed streams (a topic just created) at once rather than at the
+/// next tick, when this node holds the lease. Returns whether every
+/// placement proposed was applied.
+async fn place_new_streams(node: &Node) -> bool {
+    let places = {
+        let view = node.meta.view();
+        if !view.holds_lease(&node.id, node.epoch) {
+            return true;
+        }
+        placement::plan(&view, 1000)
+    };
+    if places.is_empty() {
+        return true;
+    }
+    let n = places.len();
+    match node.meta.propose_all(places).await {
+        Ok(outcomes) => {
+            let placed = outcomes.iter().filter(|o| o.is_applied()).count();
+            tracing::debug!(placed, proposed = n, "placed new streams");
+            placed == n
+        }
+        Err(e) => {
+            tracing::debug!(error = %e, "early placement failed; the next tick retries");
+            false
         }
     }
 }

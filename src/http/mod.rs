@@ -12,11 +12,14 @@
 //! - [`auth`]: who may call each route (`--auth on`), checked before the handler.
 //! - `tokens`: `/v1/tokens`, issue, list, revoke.
 //! - [`openapi`]: `GET /openapi.json`, checked against [`ROUTES`] by a test.
+//! - [`durable`]: the Durable Streams protocol under `/v1/stream/` (its own
+//!   routes, outside [`ROUTES`] and the OpenAPI document).
 //!
 //! Every route is listed once in [`ROUTES`]; [`router`] builds the router from
 //! that list, so the list, the router and the OpenAPI document cannot drift.
 
 pub mod auth;
+pub mod durable;
 pub mod error;
 pub mod openapi;
 mod ops;
@@ -98,6 +101,7 @@ pub fn router(engine: Arc<dyn Engine>) -> Router {
     let limits = engine.limits();
     let me = engine.ready();
     let span = crate::telemetry::node_span(&me.node_id, me.epoch);
+    let durable = durable::router(engine.clone());
     let state = Arc::new(AppState {
         engine,
         limits,
@@ -111,6 +115,8 @@ pub fn router(engine: Arc<dyn Engine>) -> Router {
         router = router.route(path, handler(method, path).route_layer(guard));
     }
     router
+        .with_state(state)
+        .merge(durable)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(limits.max_request_bytes))
@@ -123,7 +129,6 @@ pub fn router(engine: Arc<dyn Engine>) -> Router {
                 next.run(req).instrument(span)
             },
         ))
-        .with_state(state)
 }
 
 /// Requests another node forwarded are served with `api::FORWARDED` set,

@@ -64,6 +64,12 @@ pub async fn create(
     let req: CreateTopic = serde_json::from_slice(&body).map_err(json_error)?;
     validate_topic_name(&req.name).map_err(|m| HttpError::new(ErrorCode::InvalidTopicName, m))?;
     caller.require(Op::Admin, &req.name)?;
+    if req.config.as_ref().is_some_and(|c| c.durable.is_some()) {
+        return Err(HttpError::new(
+            ErrorCode::InvalidRequest,
+            "config.durable is set by the Durable Streams protocol (PUT /v1/stream/...), not here",
+        ));
+    }
     let partitions = req.partitions.unwrap_or(1);
     if !(1..=MAX_PARTITIONS).contains(&partitions) {
         return Err(HttpError::new(

@@ -16,6 +16,10 @@ pub struct TopicConfig {
     /// omitted when not set so those stay readable by older nodes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cleanup_policy: Option<CleanupPolicy>,
+    /// Set on topics created through the Durable Streams protocol (absent
+    /// from everything else, so older entries and snapshots read as before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub durable: Option<super::durable::DurableMeta>,
 }
 
 /// How old records go. Only deletion by retention exists; compaction is
@@ -34,6 +38,8 @@ pub enum ConfigUpdate {
     RetentionMs(Option<i64>),
     RetentionBytes(Option<i64>),
     CleanupPolicy(Option<CleanupPolicy>),
+    /// A change to a Durable Streams stream's state (ignored on other topics).
+    Durable(super::durable::DurableUpdate),
 }
 
 impl ConfigUpdate {
@@ -42,7 +48,7 @@ impl ConfigUpdate {
         let (name, v) = match self {
             ConfigUpdate::RetentionMs(v) => ("retention_ms", v),
             ConfigUpdate::RetentionBytes(v) => ("retention_bytes", v),
-            ConfigUpdate::CleanupPolicy(_) => return Ok(()),
+            ConfigUpdate::CleanupPolicy(_) | ConfigUpdate::Durable(_) => return Ok(()),
         };
         match v {
             Some(v) if *v == 0 || *v < -1 => Err(format!("{name} must be positive or -1 (unlimited), got {v}")),
@@ -57,6 +63,11 @@ impl TopicConfig {
             ConfigUpdate::RetentionMs(v) => self.retention_ms = *v,
             ConfigUpdate::RetentionBytes(v) => self.retention_bytes = *v,
             ConfigUpdate::CleanupPolicy(v) => self.cleanup_policy = *v,
+            ConfigUpdate::Durable(u) => {
+                if let Some(d) = &mut self.durable {
+                    d.apply(u);
+                }
+            }
         }
     }
 }

@@ -5,10 +5,12 @@
 //! - `log`: the `MetaLog` trait; `memory_log` and `store_log` implement it;
 //! - `entry`: versioned encodings of entries and snapshots;
 //! - `client`: the proposer and tailer a node uses;
-//! - `liveness`: heartbeat-count clocks.
+//! - `liveness`: heartbeat-count clocks;
+//! - `durable`: the per-stream state of Durable Streams streams (in topic configs).
 pub mod client;
 pub mod command;
 pub mod conformance;
+pub mod durable;
 pub mod dynamo_log;
 pub mod entry;
 pub mod liveness;

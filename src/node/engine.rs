@@ -42,6 +42,50 @@ impl Node {
         Ok(StreamId::new(t.id, partition))
     }
 
+    /// The local stream, waiting briefly when the view has just opened it
+    /// here and the node is still setting it up, or when another node
+    /// forwarded the append because it already sees the stream placed here
+    /// (an append right after a topic is placed then succeeds instead of
+    /// answering 503).
+    async fn open_stream_soon(&self, stream: StreamId) -> Option<std::sync::Arc<crate::stream::partition::OpenStream>> {
+        const OPENING_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+        let deadline = tokio::time::Instant::now() + OPENING_WAIT;
+        loop {
+            if let Some(s) = self.open_stream(stream) {
+                return Some(s);
+            }
+            let (opening_here, placing) = match self.meta.view().streams.get(&stream).map(|r| &r.state) {
+                Some(StreamState::Open { node, node_epoch }) => (node == &self.id && *node_epoch == self.epoch, false),
+                Some(StreamState::Closed) => (false, true),
+                _ => (false, false),
+            };
+            // A request forwarded here by a node whose view already has the
+            // stream placed here: our view is behind, catch up.
+            let behind = placing && is_forwarded();
+            if !(opening_here || behind) || tokio::time::Instant::now() >= deadline {
+                return None;
+            }
+            if behind {
+                self.meta.sync(std::time::Duration::from_millis(500)).await;
+            } else {
+                tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+            }
+        }
+    }
+
+    /// [`Node::resolve`], catching up with the metadata log first when a
+    /// request forwarded by a node whose view is ahead names a topic this
+    /// view does not have yet.
+    async fn resolve_current(&self, topic: &str, partition: u32) -> ApiResult<StreamId> {
+        match self.resolve(topic, partition) {
+            Err(e) if is_forwarded() && matches!(e.code, ErrorCode::TopicNotFound | ErrorCode::PartitionNotFound) => {
+                self.meta.sync(std::time::Duration::from_millis(500)).await;
+                self.resolve(topic, partition)
+            }
+            r => r,
+        }
+    }
+
     /// Why a stream is not served here.
     fn not_here(&self, stream: StreamId) -> ApiError {
         let view = self.meta.view();
@@ -429,11 +473,11 @@ impl Engine for Node {
 
     #[tracing::instrument(level = "debug", skip_all, fields(stream = %format_args!("{topic}/{partition}")))]
     async fn append(&self, topic: &str, partition: u32, records: Vec<Record>) -> ApiResult<Appended> {
-        let stream = self.resolve(topic, partition)?;
+        let stream = self.resolve_current(topic, partition).await?;
         if self.phase() != Phase::Ready {
             return Err(ApiError::unavailable(format!("node is {}", self.phase().as_str())));
         }
-        let Some(s) = self.open_stream(stream) else {
+        let Some(s) = self.open_stream_soon(stream).await else {
             return match self.forward_target(stream) {
                 Some(addr) => self.forwarder.append(&addr, topic, partition, &records).await,
                 None => Err(self.not_here(stream)),
@@ -453,8 +497,17 @@ impl Engine for Node {
 
     #[tracing::instrument(level = "debug", skip_all, fields(stream = %format_args!("{topic}/{partition}")))]
     async fn read(&self, topic: &str, partition: u32, req: ReadRequest) -> ApiResult<ReadResult> {
-        let stream = self.resolve(topic, partition)?;
+        let stream = self.resolve_current(topic, partition).await?;
         self.check_serving()?;
+        // Forwarded here by a node that sees the stream placed here while
+        // this view has it unplaced: catch up rather than serve a stale end.
+        let unplaced = matches!(
+            self.meta.view().streams.get(&stream).map(|r| &r.state),
+            Some(StreamState::Closed)
+        );
+        if is_forwarded() && unplaced {
+            self.meta.sync(std::time::Duration::from_millis(500)).await;
+        }
         let req = ReadRequest {
             limit: req.limit.max(1),
             wait: req.wait.min(self.config.max_wait),

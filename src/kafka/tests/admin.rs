@@ -625,6 +625,7 @@ async fn create_topics_creates_validates_and_refuses_with_kafka_codes() {
             retention_ms: Some(60000),
             retention_bytes: Some(-1),
             cleanup_policy: Some(CleanupPolicy::Delete),
+            durable: None,
         }
     );
     assert_eq!(engine.describe_topic("b").unwrap().partitions, 1, "-1: the default");

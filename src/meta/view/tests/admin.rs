@@ -133,6 +133,7 @@ fn alter_topic_config_sets_and_resets_keys_in_order() {
             retention_ms: Some(2000),
             retention_bytes: Some(-1),
             cleanup_policy: Some(CleanupPolicy::Delete),
+            durable: None,
         }
     );
     // Keys not named are kept; `None` goes back to the default.
@@ -230,5 +231,51 @@ fn admin_commands_round_trip_through_json() {
                 ConfigUpdate::CleanupPolicy(Some(CleanupPolicy::Delete))
             ],
         }
+    );
+}
+
+#[test]
+fn durable_stream_updates_change_only_durable_streams() {
+    use crate::meta::durable::{DurableMeta, DurableUpdate};
+    let (mut h, e, _) = Harness::with_open_stream();
+    let meta = DurableMeta {
+        path: "a/b".into(),
+        content_type: "text/plain".into(),
+        ..Default::default()
+    };
+    let config = TopicConfig {
+        durable: Some(meta.clone()),
+        ..Default::default()
+    };
+    let created = h.apply_as(
+        "n1",
+        Some(e.0),
+        Command::CreateTopic {
+            name: "ds.a_2Fb".into(),
+            partitions: 1,
+            config,
+        },
+    );
+    assert!(matches!(created, Outcome::TopicCreated(_)), "{created:?}");
+    let close = ConfigUpdate::Durable(DurableUpdate::Close {
+        at: Offset(3),
+        by: None,
+    });
+    assert_eq!(alter(&mut h, e, "ds.a_2Fb", vec![close.clone()]), Outcome::Applied);
+    let d = h.view.topics["ds.a_2Fb"].config.durable.clone().unwrap();
+    assert_eq!(d.closed_at, Some(Offset(3)));
+    assert_eq!(DurableMeta { closed_at: None, ..d }, meta, "nothing else changed");
+    // On an ordinary topic the update is accepted and changes nothing.
+    let before = h.view.topics["t"].config.clone();
+    assert_eq!(alter(&mut h, e, "t", vec![close.clone()]), Outcome::Applied);
+    assert_eq!(h.view.topics["t"].config, before);
+    let json = serde_json::to_string(&Command::AlterTopicConfig {
+        name: "t".into(),
+        updates: vec![close.clone()],
+    })
+    .unwrap();
+    assert_eq!(
+        json,
+        r#"{"type":"AlterTopicConfig","name":"t","updates":[{"durable":{"close":{"at":3,"by":null}}}]}"#
     );
 }

@@ -1,0 +1,109 @@
+//! The Durable Streams protocol under `/v1/stream/{path}`.
+//!
+//! Every stream is a single-partition topic (see [`name`] for the mapping);
+//! its protocol state (content type, lifetime, closure, writer positions)
+//! is a [`DurableMeta`](crate::meta::durable::DurableMeta) in the topic's
+//! configuration, so it lives in the metadata log like any topic setting.
+//! Records are appended and read through the [`Engine`](crate::api::Engine)
+//! like any other, so durability, routing from any node and failover are
+//! those of every stream. User guide: `docs/durable-streams.md`.
+//!
+//! # Layout
+//!
+//! - [`name`]: stream paths ↔ topic names.
+//! - [`offset`]: offset tokens, `-1` / `now`, long-poll cursors.
+//! - [`headers`]: request headers, parsed and checked.
+//! - [`json`]: JSON mode (arrays flattened into messages).
+//! - [`producer`]: idempotent-producer verdicts.
+//! - [`time`]: RFC 3339 timestamps.
+//! - `stream`: finding a stream, its tail, expiry and sliding TTL.
+//! - `lifecycle`: PUT (create), HEAD, DELETE.
+//! - `append`: POST (append, close).
+//! - `read`: GET catch-up and long-poll reads.
+//! - `sse`: GET `live=sse`.
+//! - `reply`: responses, errors, CORS and security headers.
+
+mod append;
+pub mod headers;
+pub mod json;
+mod lifecycle;
+pub mod name;
+pub mod offset;
+pub mod producer;
+mod read;
+mod reply;
+mod sse;
+mod stream;
+pub mod time;
+
+use crate::api::Engine;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, Method, Uri};
+use axum::response::Response;
+use axum::routing::any;
+use axum::Router;
+use reply::DsError;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+
+/// The path every protocol request is under.
+pub const ROUTE: &str = "/v1/stream/{*path}";
+
+pub(crate) struct DsState {
+    pub engine: Arc<dyn Engine>,
+    /// Appends to one stream through this node are serialized, so the
+    /// sequence, producer and closure checks see every earlier append's
+    /// effect. (Writers going through different nodes are not ordered by
+    /// this; see `docs/durable-streams.md`.)
+    locks: Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>,
+}
+
+impl DsState {
+    pub(crate) fn lock_for(&self, topic: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut locks = self.locks.lock().unwrap();
+        if let Some(l) = locks.get(topic).and_then(Weak::upgrade) {
+            return l;
+        }
+        locks.retain(|_, w| w.strong_count() > 0);
+        let l = Arc::new(tokio::sync::Mutex::new(()));
+        locks.insert(topic.to_string(), Arc::downgrade(&l));
+        l
+    }
+}
+
+type Ds = Arc<DsState>;
+
+/// The protocol's routes over `engine`.
+pub fn router(engine: Arc<dyn Engine>) -> Router {
+    let state = Arc::new(DsState {
+        engine,
+        locks: Mutex::new(HashMap::new()),
+    });
+    Router::new()
+        .route(ROUTE, any(dispatch))
+        .layer(axum::middleware::map_response(reply::common_headers))
+        .with_state(state)
+}
+
+async fn dispatch(
+    State(st): State<Ds>,
+    Path(path): Path<String>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
+) -> Response {
+    let result = match method {
+        Method::OPTIONS => Ok(reply::preflight(&headers)),
+        Method::PUT => lifecycle::create(&st, &path, &headers, body).await,
+        Method::POST => append::append(&st, &path, &headers, body).await,
+        Method::GET => read::get(&st, &path, uri.query(), &headers).await,
+        Method::HEAD => lifecycle::head(&st, &path).await,
+        Method::DELETE => lifecycle::delete(&st, &path).await,
+        other => Err(DsError::new(
+            axum::http::StatusCode::METHOD_NOT_ALLOWED,
+            format!("method {other} is not part of the protocol"),
+        )),
+    };
+    result.unwrap_or_else(DsError::into_response)
+}

@@ -1,0 +1,168 @@
+//! Finding a stream: its topic, its protocol state, whether it is open for
+//! appends; its tail; expiry (an expired stream is deleted when next
+//! touched and is 404 meanwhile) and the sliding TTL.
+
+use super::reply::DsError;
+use super::time::now_ms;
+use super::{name, DsState};
+use crate::api::{ErrorCode, ReadFrom, ReadRequest};
+use crate::ids::Offset;
+use crate::meta::durable::{DurableMeta, DurableUpdate};
+use crate::meta::ConfigUpdate;
+use std::time::Duration;
+
+/// How long a create or an append waits for a new stream to be placed.
+const OPEN_WAIT: Duration = Duration::from_secs(15);
+
+pub struct Found {
+    pub topic: String,
+    pub meta: DurableMeta,
+    /// Whether the stream has an owner (appends are accepted).
+    pub open: bool,
+}
+
+pub enum Lookup {
+    Found(Box<Found>),
+    /// A topic exists under the stream's name but is not a stream.
+    Foreign,
+    Missing,
+}
+
+pub fn topic(path: &str) -> Result<String, DsError> {
+    name::topic_for(path).map_err(DsError::bad)
+}
+
+/// The stream at `path` as this node's view has it (expired ones deleted).
+pub async fn lookup(st: &DsState, path: &str) -> Result<Lookup, DsError> {
+    let topic = topic(path)?;
+    let desc = match st.engine.describe_topic(&topic) {
+        Ok(d) => d,
+        Err(e) if e.code == ErrorCode::TopicNotFound => {
+            // Perhaps created through another node a moment ago: catch up
+            // with the metadata log before answering 404.
+            st.engine.sync_metadata().await;
+            match st.engine.describe_topic(&topic) {
+                Ok(d) => d,
+                Err(e) if e.code == ErrorCode::TopicNotFound => return Ok(Lookup::Missing),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let Some(meta) = desc.config.durable else {
+        return Ok(Lookup::Foreign);
+    };
+    if meta.expired(now_ms()) {
+        match st.engine.delete_topic(&topic).await {
+            Ok(()) => {}
+            Err(e) if e.code == ErrorCode::TopicNotFound => {}
+            Err(e) => tracing::warn!(%topic, error = %e.message, "expired stream not deleted yet"),
+        }
+        return Ok(Lookup::Missing);
+    }
+    let open = desc.partition_info.first().is_some_and(|p| p.state == "open");
+    Ok(Lookup::Found(Box::new(Found { topic, meta, open })))
+}
+
+/// The stream at `path`, or 404.
+pub async fn find(st: &DsState, path: &str) -> Result<Found, DsError> {
+    match lookup(st, path).await? {
+        Lookup::Found(f) => Ok(*f),
+        Lookup::Foreign | Lookup::Missing => Err(DsError::not_found(path)),
+    }
+}
+
+/// The stream's end offset (from its owner).
+pub async fn tail(st: &DsState, topic: &str) -> Result<Offset, DsError> {
+    let req = ReadRequest {
+        from: ReadFrom::End,
+        limit: 1,
+        max_bytes: 1,
+        wait: Duration::ZERO,
+    };
+    Ok(st.engine.read(topic, 0, req).await?.next_offset)
+}
+
+/// Waits until the stream has an owner (a new topic is placed shortly
+/// after creation), so an append right after a create is not refused.
+pub async fn wait_open(st: &DsState, topic: &str) -> Result<(), DsError> {
+    let deadline = tokio::time::Instant::now() + OPEN_WAIT;
+    let mut pause = Duration::from_millis(2);
+    loop {
+        // Just created through this node, the topic may not be in its view yet.
+        let desc = match st.engine.describe_topic(topic) {
+            Ok(d) => Some(d),
+            Err(e) if e.code == ErrorCode::TopicNotFound => None,
+            Err(e) => return Err(e.into()),
+        };
+        let placed = desc.is_some_and(|d| d.partition_info.first().is_some_and(|p| p.state == "open"));
+        if placed {
+            // Placed; ready once its owner has opened it (a read reaches it).
+            match tail(st, topic).await {
+                Ok(_) => return Ok(()),
+                Err(e) if e.status == axum::http::StatusCode::SERVICE_UNAVAILABLE => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(DsError::new(
+                axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                format!("stream {topic} has not been placed yet; retry shortly"),
+            )
+            .with("retry-after", 1));
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_millis(50));
+        st.engine.sync_metadata().await;
+    }
+}
+
+/// Record protocol-state changes in the metadata log (all or nothing).
+pub async fn update(st: &DsState, topic: &str, updates: Vec<DurableUpdate>) -> Result<(), DsError> {
+    if updates.is_empty() {
+        return Ok(());
+    }
+    let updates = updates.into_iter().map(ConfigUpdate::Durable).collect();
+    st.engine.alter_topic_config(topic, updates).await?;
+    // Later requests through this node see the change.
+    st.engine.sync_metadata().await;
+    Ok(())
+}
+
+/// The touch to record for a read or write now, if the sliding TTL needs
+/// one: at most about twice per TTL, when half of it has passed.
+pub fn touch(meta: &DurableMeta) -> Option<DurableUpdate> {
+    touch_at(meta, now_ms())
+}
+
+fn touch_at(meta: &DurableMeta, now: i64) -> Option<DurableUpdate> {
+    let ttl_ms = (meta.ttl_secs? as i64).saturating_mul(1000);
+    (now - meta.touched_ms >= ttl_ms / 2).then_some(DurableUpdate::Touch { at_ms: now })
+}
+
+/// Records a touch for a read, best effort (a failed touch only shortens
+/// the stream's life to what was last recorded).
+pub async fn touch_for_read(st: &DsState, found: &Found) {
+    if let Some(t) = touch(&found.meta) {
+        if let Err(e) = update(st, &found.topic, vec![t]).await {
+            tracing::debug!(topic = %found.topic, error = %e.message, "TTL touch not recorded");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn touches_are_recorded_once_half_the_ttl_has_passed() {
+        let mut m = DurableMeta {
+            touched_ms: 10_000,
+            ..Default::default()
+        };
+        assert_eq!(touch_at(&m, 99_999), None, "no TTL, no touch");
+        m.ttl_secs = Some(2);
+        assert_eq!(touch_at(&m, 10_999), None);
+        assert_eq!(touch_at(&m, 11_000), Some(DurableUpdate::Touch { at_ms: 11_000 }));
+    }
+}

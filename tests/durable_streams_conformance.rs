@@ -1,0 +1,200 @@
+//! The public Durable Streams conformance suite
+//! (`@durable-streams/server-conformance-tests`, installed by
+//! `scripts/services.sh install` into `.services/npm`, its test files copied
+//! to `.services/npm/ds-conformance` because vitest skips `node_modules`)
+//! against real `sluice serve` processes: one node, and a 3-node cluster
+//! addressed through a node that owns none of the streams (it is marked
+//! draining before the run, so placement never gives it one; every request
+//! it serves is routed to the owners).
+//!
+//! Each run must pass every test the suite does not skip itself, except
+//! those of stream forks, which Sluice does not implement yet (see
+//! [`UNSUPPORTED`]); the counts are printed. Skips (with an eprintln) when the suite is not installed,
+//! and fails when `CI` is set.
+
+mod support;
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+use support::process::{free_port, Server};
+
+struct Suite {
+    dir: PathBuf,
+    vitest: PathBuf,
+}
+
+fn suite() -> Option<Suite> {
+    // Opt-in until it passes reliably: forks are not implemented and, on a
+    // loaded 2-core machine, some property tests hit the suite's 5 s limit
+    // and the cluster run sees stale views (see docs/durable-streams.md).
+    if std::env::var_os("SLUICE_DS_CONFORMANCE").is_none() {
+        eprintln!("skipping: set SLUICE_DS_CONFORMANCE=1 to run the Durable Streams conformance suite");
+        return None;
+    }
+    let npm = Path::new(env!("CARGO_MANIFEST_DIR")).join(".services/npm");
+    let s = Suite {
+        dir: npm.join("ds-conformance"),
+        vitest: npm.join("node_modules/.bin/vitest"),
+    };
+    if s.dir.join("conformance.test.js").is_file() && s.vitest.is_file() {
+        return Some(s);
+    }
+    if std::env::var_os("CI").is_some() {
+        panic!("the Durable Streams conformance suite is not installed but CI is set: run scripts/services.sh install");
+    }
+    eprintln!("skipping: the Durable Streams conformance suite is not installed (scripts/services.sh install)");
+    None
+}
+
+#[derive(Debug)]
+struct Counts {
+    passed: u64,
+    failed: u64,
+    skipped: u64,
+    failures: Vec<String>,
+}
+
+/// Runs the whole suite against `url` and reads vitest's JSON report.
+fn run(suite: &Suite, url: &str, report: &Path) -> Counts {
+    let out = Command::new(&suite.vitest)
+        .args(["run", "conformance.test.js", "--no-coverage", "--reporter=json"])
+        .arg(format!("--outputFile={}", report.display()))
+        .current_dir(&suite.dir)
+        .env("CONFORMANCE_TEST_URL", url)
+        .output()
+        .expect("run vitest");
+    let text = std::fs::read_to_string(report).unwrap_or_else(|e| {
+        panic!(
+            "no vitest report ({e}); stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let v: Value = serde_json::from_str(&text).expect("vitest JSON report");
+    let n = |k: &str| v[k].as_u64().unwrap_or(0);
+    let mut failures = Vec::new();
+    for file in v["testResults"].as_array().into_iter().flatten() {
+        for t in file["assertionResults"].as_array().into_iter().flatten() {
+            if t["status"] == "failed" {
+                failures.push(t["fullName"].as_str().unwrap_or("?").to_string());
+            }
+        }
+    }
+    Counts {
+        passed: n("numPassedTests"),
+        failed: n("numFailedTests"),
+        skipped: n("numPendingTests") + n("numTodoTests"),
+        failures,
+    }
+}
+
+/// Suite groups for a feature Sluice does not implement yet: stream forks
+/// (`Stream-Forked-From`). Their failures are reported, not asserted; any
+/// other failure fails the test.
+const UNSUPPORTED: &str = "Fork - ";
+
+fn check(what: &str, c: &Counts) {
+    let (unsupported, other): (Vec<&String>, Vec<&String>) =
+        c.failures.iter().partition(|f| f.starts_with(UNSUPPORTED));
+    eprintln!(
+        "durable streams conformance ({what}): {} passed, {} failed ({} of them forks, not supported), {} skipped",
+        c.passed,
+        c.failed,
+        unsupported.len(),
+        c.skipped
+    );
+    for f in &other {
+        eprintln!("  failed: {f}");
+    }
+    assert!(c.passed > 0, "{what}: no test ran: {c:?}");
+    assert_eq!(c.failures.len() as u64, c.failed, "{what}: every failure is named");
+    assert!(other.is_empty(), "{what}: failures: {other:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_conformance_suite_passes_against_one_node() {
+    let Some(suite) = suite() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let node = Server::start("n1", dir.path(), free_port(), &[]);
+    let report = dir.path().join("report.json");
+    let url = node.url.clone();
+    let counts = tokio::task::spawn_blocking(move || run(&suite, &url, &report))
+        .await
+        .unwrap();
+    check("one node", &counts);
+}
+
+async fn admin_nodes(client: &reqwest::Client, url: &str) -> Value {
+    client
+        .get(format!("{url}/admin/nodes"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_conformance_suite_passes_through_a_node_that_owns_no_stream() {
+    let Some(suite) = suite() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let nodes: Vec<Server> = ["n1", "n2", "n3"]
+        .iter()
+        .map(|id| Server::start(id, dir.path(), free_port(), &[]))
+        .collect();
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap();
+    // Every node sees the other two before n3 is drained.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let v = admin_nodes(&client, &nodes[0].url).await;
+        let live = v["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|n| n["live"] == true)
+            .count();
+        if live == 3 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the nodes did not see each other: {v}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let r = client
+        .post(format!("{}/admin/nodes/n3/drain", nodes[0].url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202);
+    let report = dir.path().join("report.json");
+    let url = nodes[2].url.clone();
+    let counts = tokio::task::spawn_blocking(move || run(&suite, &url, &report))
+        .await
+        .unwrap();
+    // The front node owned none of the streams the suite created.
+    let v = admin_nodes(&client, &nodes[0].url).await;
+    let n3 = v["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["node_id"] == "n3")
+        .unwrap()
+        .clone();
+    assert_eq!(n3["open_streams"], 0, "{n3}");
+    let owners: std::collections::BTreeSet<String> = v["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["open_streams"].as_u64().unwrap_or(0) > 0)
+        .map(|n| n["node_id"].as_str().unwrap().to_string())
+        .collect();
+    eprintln!("streams owned by {owners:?}; requests went through n3");
+    check("3 nodes, through a node that owns no stream", &counts);
+}
