@@ -449,3 +449,71 @@ async fn forwarded_requests_are_authorized_by_the_owner_with_the_callers_token()
         .collect();
     assert_eq!(values, ["via-n2"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn durable_streams_need_the_scope_of_their_topic() {
+    let file = admin_file();
+    let (_node, url) = start("n1", memory_backends(), &file).await;
+    let admin = client_with(ADMIN);
+    let stream = format!("{url}/v1/stream/orders");
+    let create = |c: &reqwest::Client| c.put(&stream).header("content-type", "text/plain").send();
+
+    // No token, a wrong one: 401 with the challenge, and nothing created.
+    let r = create(&reqwest::Client::new()).await.unwrap();
+    assert_eq!(r.status(), 401);
+    assert!(r.headers().contains_key("www-authenticate"));
+    assert_eq!(create(&client_with("slc_wrong")).await.unwrap().status(), 401);
+    assert_eq!(reqwest::Client::new().get(&stream).send().await.unwrap().status(), 401);
+
+    // The stream /v1/stream/orders is the topic ds.orders.
+    let (_, writer) = issue(
+        &admin,
+        &url,
+        json!({"name": "ds-writer", "scopes": [{"topics": "ds.*", "ops": ["write"]}]}),
+    )
+    .await;
+    let (_, reader) = issue(
+        &admin,
+        &url,
+        json!({"name": "ds-reader", "scopes": [{"topics": "ds.orders", "ops": ["read"]}]}),
+    )
+    .await;
+    let (w, r) = (client_with(&writer), client_with(&reader));
+    assert_eq!(create(&w).await.unwrap().status(), 403, "creating needs admin");
+    assert_eq!(create(&admin).await.unwrap().status(), 201);
+    let post = |c: &reqwest::Client| {
+        c.post(&stream)
+            .header("content-type", "text/plain")
+            .body("hello")
+            .send()
+    };
+    assert_eq!(post(&r).await.unwrap().status(), 403, "read does not imply write");
+    let mut appended = false;
+    for _ in 0..100 {
+        let s = post(&w).await.unwrap().status();
+        if s.is_success() {
+            appended = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(appended, "the writer could not append");
+    let got = r.get(format!("{stream}?offset=-1")).send().await.unwrap();
+    assert_eq!(got.status(), 200);
+    assert_eq!(got.text().await.unwrap(), "hello");
+    assert_eq!(
+        w.get(&stream).send().await.unwrap().status(),
+        403,
+        "write does not imply read"
+    );
+    assert_eq!(r.delete(&stream).send().await.unwrap().status(), 403);
+    // A preflight carries no credentials and is answered.
+    let pre = reqwest::Client::new()
+        .request(reqwest::Method::OPTIONS, &stream)
+        .header("origin", "http://example.com")
+        .header("access-control-request-method", "POST")
+        .send()
+        .await
+        .unwrap();
+    assert!(pre.status().is_success(), "preflight: {}", pre.status());
+}

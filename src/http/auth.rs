@@ -184,6 +184,47 @@ pub(crate) async fn authorize(
         .await
 }
 
+/// The middleware of the Durable Streams routes (`/v1/stream/{*path}`):
+/// the stream is the topic `topic_for(path)`; reads (GET, HEAD) need
+/// `read` on it, appends (POST) `write`, and creating or deleting a stream
+/// (PUT, DELETE) `admin`, as for topics. CORS preflights carry no
+/// credentials and change nothing, so they pass.
+pub(crate) async fn authorize_durable(
+    State(engine): State<Arc<dyn crate::api::Engine>>,
+    axum::extract::Path(path): axum::extract::Path<String>,
+    req: Request,
+    next: Next,
+) -> Response {
+    use axum::http::Method;
+    if !engine.auth_required() || req.method() == Method::OPTIONS {
+        return next.run(req).await;
+    }
+    let token = match bearer(&req) {
+        Ok(Some(t)) => t,
+        Ok(None) => return unauthenticated(AuthFailure::Missing),
+        Err(f) => return unauthenticated(f),
+    };
+    let principal = match engine.authenticate(token.expose()) {
+        Ok(p) => p,
+        Err(f) => return unauthenticated(f),
+    };
+    let op = match *req.method() {
+        Method::GET | Method::HEAD => Op::Read,
+        Method::POST => Op::Write,
+        _ => Op::Admin,
+    };
+    // A path that maps to no topic is refused by the handler, with no effect.
+    if let Ok(topic) = super::durable::name::topic_for(&path) {
+        if !principal.allows(op, &topic) {
+            crate::auth::count_failure("http", "forbidden");
+            return forbidden(&principal, &format!("{op} on topic {topic:?}")).into_response();
+        }
+    }
+    crate::api::CALLER_TOKEN
+        .scope(Some(Arc::new(token)), next.run(req))
+        .await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -75,12 +75,13 @@ type Ds = Arc<DsState>;
 
 /// The protocol's routes over `engine`.
 pub fn router(engine: Arc<dyn Engine>) -> Router {
+    let guard = axum::middleware::from_fn_with_state(engine.clone(), super::auth::authorize_durable);
     let state = Arc::new(DsState {
         engine,
         locks: Mutex::new(HashMap::new()),
     });
     Router::new()
-        .route(ROUTE, any(dispatch))
+        .route(ROUTE, any(dispatch).layer(guard))
         .layer(axum::middleware::map_response(reply::common_headers))
         .with_state(state)
 }
