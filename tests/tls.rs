@@ -155,6 +155,11 @@ fn https_appends_and_reads_with_curl_and_plaintext_is_refused() {
     );
     // The node still serves TLS clients.
     assert_eq!(curl(&cert, &[&format!("{url}/ready")]).0, 200);
+    // The node logs a refusal just after closing: poll for it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !server.log().contains("TLS handshake failed") && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     assert!(server.log().contains("TLS handshake failed"), "the refusals are logged");
 }
 
