@@ -73,12 +73,13 @@ impl Node {
         }
     }
 
-    /// [`Node::resolve`], catching up with the metadata log first when a
-    /// request forwarded by a node whose view is ahead names a topic this
-    /// view does not have yet.
+    /// [`Node::resolve`], catching up with the metadata log first when the
+    /// topic or partition is unknown here: it may have just been created
+    /// through another node (read-your-writes across nodes; the chaos test
+    /// saw 404s for a topic created a moment earlier through another node).
     async fn resolve_current(&self, topic: &str, partition: u32) -> ApiResult<StreamId> {
         match self.resolve(topic, partition) {
-            Err(e) if is_forwarded() && matches!(e.code, ErrorCode::TopicNotFound | ErrorCode::PartitionNotFound) => {
+            Err(e) if matches!(e.code, ErrorCode::TopicNotFound | ErrorCode::PartitionNotFound) => {
                 self.meta.sync(std::time::Duration::from_millis(500)).await;
                 self.resolve(topic, partition)
             }
