@@ -73,7 +73,7 @@ pub async fn maybe_run(node: &Node, state: &mut GcState) -> anyhow::Result<()> {
 
 pub async fn run_once(node: &Node, state: &mut GcState) -> anyhow::Result<GcReport> {
     let mut report = GcReport::default();
-    let trims = retention_trims(&node.meta.view(), wall_ms());
+    let trims = retention_trims(&node.meta.view(), crate::http::durable::time::now_ms());
     if !trims.is_empty() {
         let outcomes = node.meta.propose_all(trims).await?;
         report.trimmed_streams = outcomes.iter().filter(|o| o.is_applied()).count();
@@ -142,12 +142,6 @@ async fn is_plain_segment(node: &Node, key: &str) -> anyhow::Result<bool> {
             false
         }
     })
-}
-
-fn wall_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 /// `TrimStream` for every stream with chunks past its topic's retention.

@@ -3,8 +3,8 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// Wall-clock Unix milliseconds. Only stream lifetimes (TTL, expiry) and
-/// cursors use it; no ownership or durability decision does.
+/// Wall-clock Unix milliseconds. Stream lifetimes (TTL, expiry), cursors
+/// and retention by time use it; no ownership or durability decision does.
 pub fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
