@@ -7,7 +7,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-step() { printf '\n==> %s (%ss)\n' "$*" "$SECONDS"; }
+step() { printf '\n==> %s (%ss)\n' "$*" "$SECONDS"; df -h . | tail -1; }
+
+# Incremental compilation state doubles the size of target/ and buys nothing
+# in a one-shot run; the machine's disk is shared with everything else.
+export CARGO_INCREMENTAL=0
 
 step "rustfmt"
 cargo fmt --all -- --check
