@@ -220,6 +220,19 @@ pub(crate) async fn authorize_durable(
             return forbidden(&principal, &format!("{op} on topic {topic:?}")).into_response();
         }
     }
+    // A fork reads its source: creating one needs read access to it.
+    let source = req
+        .headers()
+        .get(super::durable::fork::FORKED_FROM)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| super::durable::fork::source_path(v.trim()).ok())
+        .and_then(|p| super::durable::name::topic_for(&p).ok());
+    if let Some(topic) = source.filter(|_| req.method() == Method::PUT) {
+        if !principal.allows(Op::Read, &topic) {
+            crate::auth::count_failure("http", "forbidden");
+            return forbidden(&principal, &format!("{} on topic {topic:?}", Op::Read)).into_response();
+        }
+    }
     crate::api::CALLER_TOKEN
         .scope(Some(Arc::new(token)), next.run(req))
         .await

@@ -48,6 +48,45 @@ pub struct DurableMeta {
     /// Idempotent producers by `Producer-Id`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub producers: BTreeMap<String, ProducerState>,
+    /// Set on a fork: the stream whose prefix it starts with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fork: Option<Box<ForkOf>>,
+    /// Deleted (or expired) while forks still read its records: it answers
+    /// 410 and is removed with its last fork.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub deleted: bool,
+}
+
+/// Where a fork comes from. A fork's offsets are its source's up to
+/// `offset`, then (with `partial`) one record holding the first `partial`
+/// bytes of the source's record at `offset`, then the fork's own records
+/// from [`ForkOf::base`] on: its topic's offset 0 is `base`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForkOf {
+    /// The source's topic name.
+    pub source: String,
+    /// The fork inherits the source's offsets below this.
+    pub offset: Offset,
+    /// A binary sub-offset: the fork also inherits this many bytes of the
+    /// source's record at `offset`, as one record of its own length.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partial: Option<u64>,
+    /// `Stream-Fork-Offset` as the client gave it (`None`: the source's
+    /// tail then) and `Stream-Fork-Sub-Offset`, to judge a repeated create.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_offset: Option<Offset>,
+    #[serde(default)]
+    pub sub_offset: u64,
+    /// The create gave no lifetime; the source's was copied.
+    #[serde(default)]
+    pub inherited_lifetime: bool,
+}
+
+impl ForkOf {
+    /// The offset of the fork's first own record (its topic's offset 0).
+    pub fn base(&self) -> Offset {
+        Offset(self.offset.get() + u64::from(self.partial.is_some()))
+    }
 }
 
 /// One producer's position: its epoch, the last sequence accepted in it,
@@ -102,6 +141,11 @@ impl DurableMeta {
 
     pub fn closed(&self) -> bool {
         self.closed_at.is_some()
+    }
+
+    /// Where the stream's own records start (its topic's offset 0).
+    pub fn base(&self) -> Offset {
+        self.fork.as_ref().map_or(Offset::ZERO, |f| f.base())
     }
 
     pub fn apply(&mut self, update: &DurableUpdate) {

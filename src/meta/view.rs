@@ -460,6 +460,26 @@ impl View {
         if self.topics.contains_key(name) {
             return Err(Rejection::TopicExists(name.to_string()));
         }
+        if let Some(fork) = config.durable.as_ref().and_then(|d| d.fork.as_ref()) {
+            // A fork reads its source's records: the source must be a live
+            // stream now, and cannot go (see `delete_topic`) while the fork is.
+            let source = self.topics.get(&fork.source).and_then(|t| t.config.durable.as_ref());
+            match source {
+                Some(s) if !s.deleted => {}
+                Some(_) => {
+                    return Err(Rejection::Precondition(format!(
+                        "stream {:?} was deleted; it cannot be forked",
+                        fork.source
+                    )))
+                }
+                None => {
+                    return Err(Rejection::Precondition(format!(
+                        "fork source {:?} is not a stream",
+                        fork.source
+                    )))
+                }
+            }
+        }
         self.next_topic_id = self.next_topic_id.next();
         let id = self.next_topic_id;
         self.topics.insert(
@@ -516,11 +536,48 @@ impl View {
         Ok(())
     }
 
+    /// The topics of the Durable Streams forks made from `name`.
+    pub fn forks_of<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.topics.iter().filter_map(move |(t, row)| {
+            let fork = row.config.durable.as_ref()?.fork.as_ref()?;
+            (fork.source == name).then_some(t.as_str())
+        })
+    }
+
+    /// Deleting a Durable Streams stream that forks still read only marks
+    /// it deleted; it goes with its last fork. Removing a fork removes its
+    /// source too when that was marked and this was its last fork, and so
+    /// on up the chain.
     fn delete_topic(&mut self, name: &str) -> Result<(), Rejection> {
-        let topic = self
-            .topics
-            .remove(name)
-            .ok_or_else(|| Rejection::TopicNotFound(name.to_string()))?;
+        let Some(row) = self.topics.get(name) else {
+            return Err(Rejection::TopicNotFound(name.to_string()));
+        };
+        if row.config.durable.is_some() && self.forks_of(name).next().is_some() {
+            if let Some(d) = self.topics.get_mut(name).and_then(|t| t.config.durable.as_mut()) {
+                d.deleted = true;
+            }
+            return Ok(());
+        }
+        let mut next = Some(name.to_string());
+        while let Some(name) = next.take() {
+            let source = self.remove_topic(&name);
+            if let Some(s) = source {
+                let marked = self
+                    .topics
+                    .get(&s)
+                    .and_then(|t| t.config.durable.as_ref())
+                    .is_some_and(|d| d.deleted);
+                if marked && self.forks_of(&s).next().is_none() {
+                    next = Some(s);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes a topic that exists; returns the source it was a fork of.
+    fn remove_topic(&mut self, name: &str) -> Option<String> {
+        let topic = self.topics.remove(name)?;
         let ids: Vec<StreamId> = (0..topic.partitions).map(|p| StreamId::new(topic.id, p)).collect();
         for id in ids {
             if let Some(row) = self.streams.get_mut(&id) {
@@ -528,7 +585,7 @@ impl View {
                 row.chunks.clear();
             }
         }
-        Ok(())
+        topic.config.durable.and_then(|d| d.fork).map(|f| f.source)
     }
 
     fn stream_mut(&mut self, stream: StreamId) -> Result<&mut StreamRow, Rejection> {

@@ -323,6 +323,8 @@ impl Engine for Node {
                 ErrorCode::TopicExists,
                 format!("topic {n:?} already exists"),
             )),
+            // A Durable Streams fork whose source is gone or deleted.
+            Outcome::Rejected(Rejection::Precondition(m)) => Err(ApiError::invalid(m)),
             Outcome::Rejected(r) => Err(ApiError::unavailable(format!("topic not created: {r}"))),
             other => Err(ApiError::new(
                 ErrorCode::Internal,

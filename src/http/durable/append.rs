@@ -161,10 +161,10 @@ async fn append_locked(st: &DsState, found: Found, req: Request) -> Result<Respo
         stream::wait_open(st, &found.topic).await?;
     }
     let next = if records.is_empty() {
-        stream::tail(st, &found.topic).await?
+        stream::tail(st, &found).await?
     } else {
         let a = st.engine.append(&found.topic, 0, to_records(records)).await?;
-        Offset(a.base.get() + u64::from(a.count))
+        Offset(found.base() + a.base.get() + u64::from(a.count))
     };
     let mut updates = Vec::new();
     if let Some(seq) = req.seq {

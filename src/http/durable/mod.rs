@@ -16,6 +16,7 @@
 //! - [`json`]: JSON mode (arrays flattened into messages).
 //! - [`producer`]: idempotent-producer verdicts.
 //! - [`time`]: RFC 3339 timestamps.
+//! - [`fork`]: fork headers, the segments a fork is read from.
 //! - `stream`: finding a stream, its tail, expiry and sliding TTL.
 //! - `lifecycle`: PUT (create), HEAD, DELETE.
 //! - `append`: POST (append, close).
@@ -24,6 +25,7 @@
 //! - `reply`: responses, errors, CORS and security headers.
 
 mod append;
+pub mod fork;
 pub mod headers;
 pub mod json;
 mod lifecycle;

@@ -1,8 +1,11 @@
 //! Offsets as the protocol sees them, and long-poll cursors.
 //!
-//! A position in a stream is the Sluice offset of the next record, written
-//! as 20 decimal digits (`00000000000000000042`): opaque to clients, but
-//! ordered the same way as strings and as numbers, as the protocol requires.
+//! A position in a stream is the offset of the next record, written as 32
+//! decimal digits in two groups of 16 joined by `_`
+//! (`0000000000000000_0000000000000042`): opaque to clients, but ordered the
+//! same way as strings and as numbers, as the protocol requires. The shape
+//! is the one other servers of the protocol use, so the start of any
+//! stream, `0000000000000000_0000000000000000`, means the same everywhere.
 //! `-1` is the start of the stream and `now` its current end.
 
 use crate::ids::Offset;
@@ -17,25 +20,37 @@ pub enum Start {
     At(Offset),
 }
 
-const DIGITS: usize = 20;
+const GROUP: usize = 16;
+const GROUP_SCALE: u64 = 10_000_000_000_000_000;
 
 pub fn token(o: Offset) -> String {
-    format!("{:0width$}", o.get(), width = DIGITS)
+    let n = o.get();
+    format!("{:016}_{:016}", n / GROUP_SCALE, n % GROUP_SCALE)
+}
+
+fn digits(s: &str) -> Option<u64> {
+    (s.len() == GROUP && s.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| s.parse().ok())
+        .flatten()
 }
 
 /// Parses an `offset` query value.
 pub fn parse(s: &str) -> Result<Start, String> {
     match s {
-        "-1" => Ok(Start::Beginning),
-        "now" => Ok(Start::Now),
-        _ if s.len() == DIGITS && s.bytes().all(|b| b.is_ascii_digit()) => s
-            .parse::<u64>()
-            .map(|n| Start::At(Offset(n)))
-            .map_err(|_| format!("offset {s:?} is out of range")),
-        _ => Err(format!(
-            "offset {s:?} is not -1, now, or an offset this server returned"
-        )),
+        "-1" => return Ok(Start::Beginning),
+        "now" => return Ok(Start::Now),
+        _ => {}
     }
+    let groups = s.split_once('_').and_then(|(hi, lo)| Some((digits(hi)?, digits(lo)?)));
+    let Some((hi, lo)) = groups else {
+        return Err(format!(
+            "offset {s:?} is not -1, now, or an offset this server returned"
+        ));
+    };
+    hi.checked_mul(GROUP_SCALE)
+        .and_then(|h| h.checked_add(lo))
+        .map(|n| Start::At(Offset(n)))
+        .ok_or_else(|| format!("offset {s:?} is out of range"))
 }
 
 /// Seconds per cursor interval: responses in the same interval share a
@@ -59,10 +74,13 @@ mod tests {
 
     #[test]
     fn tokens_round_trip_and_sort_like_offsets() {
-        for n in [0u64, 1, 9, 10, 41, u64::MAX] {
+        for n in [0u64, 1, 9, 10, 41, GROUP_SCALE - 1, GROUP_SCALE, u64::MAX] {
             assert_eq!(parse(&token(Offset(n))), Ok(Start::At(Offset(n))));
         }
-        let mut toks: Vec<String> = [100u64, 9, 10, 0].iter().map(|n| token(Offset(*n))).collect();
+        let mut toks: Vec<String> = [100u64, 9, 10, 0, GROUP_SCALE]
+            .iter()
+            .map(|n| token(Offset(*n)))
+            .collect();
         toks.sort();
         assert_eq!(
             toks,
@@ -70,7 +88,8 @@ mod tests {
                 token(Offset(0)),
                 token(Offset(9)),
                 token(Offset(10)),
-                token(Offset(100))
+                token(Offset(100)),
+                token(Offset(GROUP_SCALE))
             ]
         );
     }
@@ -87,16 +106,30 @@ mod tests {
             "",
             "0",
             "42",
+            "00000000000000000042",
+            "0000000000000000-0000000000000000",
+            "0000000000000000_000000000000000",
+            "000000000000000_00000000000000000",
+            "0000000000000000_0000000000000000_",
+            "0000000000000000_000000000000000a",
+            "+000000000000000_0000000000000000",
             "0,1",
-            "0 1",
             "../x",
-            "00000000000000000001\n",
+            "0000000000000000_0000000000000001\n",
             "-2",
             "NOW",
-            "99999999999999999999",
+            "9999999999999999_9999999999999999",
         ] {
             assert!(parse(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn the_shared_start_token_is_offset_zero() {
+        assert_eq!(token(Offset(0)), "0000000000000000_0000000000000000");
+        assert_eq!(token(Offset(42)), "0000000000000000_0000000000000042");
+        assert_eq!(token(Offset(GROUP_SCALE + 7)), "0000000000000001_0000000000000007");
+        assert_eq!(parse("0000000000000000_0000000000000000"), Ok(Start::At(Offset(0))));
     }
 
     #[test]

@@ -5,8 +5,8 @@ use super::headers::{self as h};
 use super::offset::{self, token, Start};
 use super::reply::{no_store, DsError, Reply};
 use super::stream::{self, Found};
-use super::{json, sse, DsState};
-use crate::api::{ReadFrom, ReadRequest, ReadResult};
+use super::{fork, json, sse, DsState};
+use crate::api::{ReadFrom, ReadResult};
 use crate::ids::Offset;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
@@ -102,26 +102,10 @@ pub fn read_from(start: Option<Start>) -> ReadFrom {
     }
 }
 
-/// Reads once, waiting up to `wait`; an offset below the stream's start is
-/// 410 (retention removed it), past its end 400.
-pub async fn read_once(st: &DsState, topic: &str, from: ReadFrom, wait: Duration) -> Result<ReadResult, DsError> {
-    let req = ReadRequest {
-        from,
-        limit: READ_RECORDS,
-        max_bytes: READ_BYTES,
-        wait,
-    };
-    match st.engine.read(topic, 0, req).await {
-        Ok(r) => Ok(r),
-        Err(e) => {
-            let gone = matches!((from, e.start_offset), (ReadFrom::At(o), Some(s)) if o < s);
-            let mut err = DsError::from(e);
-            if gone {
-                err.status = StatusCode::GONE;
-            }
-            Err(err)
-        }
-    }
+/// Reads once (across a fork's segments), waiting up to `wait`; an offset
+/// below the stream's start is 410 (retention removed it), past its end 400.
+pub async fn read_once(st: &DsState, found: &Found, from: ReadFrom, wait: Duration) -> Result<ReadResult, DsError> {
+    fork::read(st, &found.segments, from, wait, READ_RECORDS, READ_BYTES).await
 }
 
 /// Whether a reader at `next` has reached the end of a closed stream.
@@ -168,7 +152,7 @@ pub async fn get(
         return sse::serve(st, found, &q).await;
     }
     let from = read_from(q.offset);
-    let mut r = read_once(st, &found.topic, from, Duration::ZERO).await?;
+    let mut r = read_once(st, &found, from, Duration::ZERO).await?;
     let mut found = found;
     let live = q.live == Live::LongPoll;
     if live && r.records.is_empty() && !at_closed_end(&found, r.next_offset) {
@@ -180,7 +164,7 @@ pub async fn get(
             if left.is_zero() {
                 break;
             }
-            r = read_once(st, &found.topic, at, left.min(WAIT_SLICE)).await?;
+            r = read_once(st, &found, at, left.min(WAIT_SLICE)).await?;
             if !r.records.is_empty() {
                 break;
             }

@@ -11,7 +11,8 @@ Stream-Expires-At, Stream-SSE-Data-Encoding, Producer-Epoch, Producer-Seq, Produ
 Producer-Received-Seq, ETag, Location, Content-Type";
 /// Request headers a browser client may send.
 const ALLOWED: &str = "Content-Type, Stream-Seq, Stream-TTL, Stream-Expires-At, Stream-Closed, Producer-Id, \
-Producer-Epoch, Producer-Seq, If-None-Match, Authorization";
+Producer-Epoch, Producer-Seq, Stream-Forked-From, Stream-Fork-Offset, Stream-Fork-Sub-Offset, If-None-Match, \
+Authorization";
 
 #[derive(Debug)]
 pub struct DsError {

@@ -123,7 +123,7 @@ impl Tail {
         loop {
             let wait = if self.first { Duration::ZERO } else { WAIT_SLICE };
             let first = std::mem::replace(&mut self.first, false);
-            let r = match read_once(st, &self.found.topic, self.from, wait).await {
+            let r = match read_once(st, &self.found, self.from, wait).await {
                 Ok(r) => r,
                 Err(e) => {
                     tracing::debug!(topic = %self.found.topic, error = %e.message, "SSE tail ended");
@@ -165,7 +165,7 @@ pub async fn serve(st: &Arc<DsState>, found: Found, q: &Query) -> Result<Respons
     let enc = encoding_for(&found.meta.content_type);
     let from = read_from(q.offset);
     // A first read here, so a bad offset is an HTTP error, not an event.
-    read_once(st, &found.topic, from, Duration::ZERO).await?;
+    read_once(st, &found, from, Duration::ZERO).await?;
     let now_secs = (super::time::now_ms() / 1000).max(0) as u64;
     let tail = Tail {
         path: found.meta.path.clone(),
@@ -212,7 +212,7 @@ mod tests {
         let open = String::from_utf8(control_event(Offset(3), 9, true, false)).unwrap();
         assert_eq!(
             open,
-            "event: control\ndata:{\"streamCursor\":\"9\",\"streamNextOffset\":\"00000000000000000003\",\"upToDate\":true}\n\n"
+            "event: control\ndata:{\"streamCursor\":\"9\",\"streamNextOffset\":\"0000000000000000_0000000000000003\",\"upToDate\":true}\n\n"
         );
         let closed = String::from_utf8(control_event(Offset(3), 9, true, true)).unwrap();
         assert!(closed.contains("\"streamClosed\":true") && !closed.contains("streamCursor"));

@@ -2,6 +2,7 @@
 //! appends; its tail; expiry (an expired stream is deleted when next
 //! touched and is 404 meanwhile) and the sliding TTL.
 
+use super::fork::{self, Segment};
 use super::reply::DsError;
 use super::time::now_ms;
 use super::{name, DsState};
@@ -19,10 +20,21 @@ pub struct Found {
     pub meta: DurableMeta,
     /// Whether the stream has an owner (appends are accepted).
     pub open: bool,
+    /// Where its records are read from (more than its own topic for a fork).
+    pub segments: Vec<Segment>,
+}
+
+impl Found {
+    /// Stream offset of the own topic's offset 0 (non-zero for forks).
+    pub fn base(&self) -> u64 {
+        self.meta.base().get()
+    }
 }
 
 pub enum Lookup {
     Found(Box<Found>),
+    /// Deleted while forks still read it: 410 (409 for a create).
+    Gone,
     /// A topic exists under the stream's name but is not a stream.
     Foreign,
     Missing,
@@ -52,28 +64,56 @@ pub async fn lookup(st: &DsState, path: &str) -> Result<Lookup, DsError> {
     let Some(meta) = desc.config.durable else {
         return Ok(Lookup::Foreign);
     };
+    if meta.deleted {
+        return Ok(Lookup::Gone);
+    }
     if meta.expired(now_ms()) {
+        // Deleted, or only marked deleted while forks read it.
         match st.engine.delete_topic(&topic).await {
-            Ok(()) => {}
+            Ok(()) => st.engine.sync_metadata().await,
             Err(e) if e.code == ErrorCode::TopicNotFound => {}
             Err(e) => tracing::warn!(%topic, error = %e.message, "expired stream not deleted yet"),
         }
         return Ok(Lookup::Missing);
     }
     let open = desc.partition_info.first().is_some_and(|p| p.state == "open");
-    Ok(Lookup::Found(Box::new(Found { topic, meta, open })))
+    let segments = segments(st, &topic, &meta)?;
+    Ok(Lookup::Found(Box::new(Found {
+        topic,
+        meta,
+        open,
+        segments,
+    })))
 }
 
-/// The stream at `path`, or 404.
+/// The segments of the stream `topic` (see [`fork::chain`]), from this
+/// node's view: a view that has a fork has its sources (they are created
+/// first and kept while it exists).
+pub fn segments(st: &DsState, topic: &str, meta: &DurableMeta) -> Result<Vec<Segment>, DsError> {
+    let source = |t: &str| st.engine.describe_topic(t).ok().and_then(|d| d.config.durable);
+    fork::chain(topic, meta, &source).map_err(|e| DsError::new(axum::http::StatusCode::INTERNAL_SERVER_ERROR, e))
+}
+
+/// The stream at `path`; 404 when there is none, 410 when it was deleted
+/// but forks still read it.
 pub async fn find(st: &DsState, path: &str) -> Result<Found, DsError> {
     match lookup(st, path).await? {
         Lookup::Found(f) => Ok(*f),
+        Lookup::Gone => Err(DsError::new(
+            axum::http::StatusCode::GONE,
+            format!("stream {path:?} was deleted"),
+        )),
         Lookup::Foreign | Lookup::Missing => Err(DsError::not_found(path)),
     }
 }
 
-/// The stream's end offset (from its owner).
-pub async fn tail(st: &DsState, topic: &str) -> Result<Offset, DsError> {
+/// The stream's end offset (from its owner), in stream offsets.
+pub async fn tail(st: &DsState, found: &Found) -> Result<Offset, DsError> {
+    fork::tail(st, &found.segments).await
+}
+
+/// A topic's end offset (from its owner).
+pub async fn topic_tail(st: &DsState, topic: &str) -> Result<Offset, DsError> {
     let req = ReadRequest {
         from: ReadFrom::End,
         limit: 1,
@@ -98,7 +138,7 @@ pub async fn wait_open(st: &DsState, topic: &str) -> Result<(), DsError> {
         let placed = desc.is_some_and(|d| d.partition_info.first().is_some_and(|p| p.state == "open"));
         if placed {
             // Placed; ready once its owner has opened it (a read reaches it).
-            match tail(st, topic).await {
+            match topic_tail(st, topic).await {
                 Ok(_) => return Ok(()),
                 Err(e) if e.status == axum::http::StatusCode::SERVICE_UNAVAILABLE => {}
                 Err(e) => return Err(e),

@@ -3,6 +3,7 @@
 use super::*;
 
 mod admin;
+mod forks;
 mod tokens;
 
 fn n(s: &str) -> NodeId {
