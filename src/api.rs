@@ -339,6 +339,13 @@ pub trait Engine: Send + Sync + 'static {
     /// far (bounded wait), so a read follows a change made through another
     /// node. The default does nothing.
     async fn sync_metadata(&self) {}
+    /// Wait (bounded) until this node's view has applied metadata log entry
+    /// `index`; false when it could not. A forwarded request carries the
+    /// forwarder's index, so the owner answers from a view at least as new.
+    async fn catch_up_to(&self, index: u64) -> bool {
+        let _ = index;
+        true
+    }
     /// A Kafka producer id unique in the cluster (InitProducerId).
     async fn init_producer_id(&self) -> ApiResult<i64> {
         Err(ApiError::new(
@@ -414,7 +421,8 @@ pub fn is_forwarded() -> bool {
     FORWARDED.try_with(|f| *f).unwrap_or(false)
 }
 
-/// The header that marks a forwarded request.
+/// The header that marks a forwarded request. Its value is the metadata
+/// log index the forwarding node had applied (older nodes send `1`).
 pub const FORWARDED_HEADER: &str = "sluice-forwarded";
 
 tokio::task_local! {

@@ -102,6 +102,7 @@ pub fn router(engine: Arc<dyn Engine>) -> Router {
     let me = engine.ready();
     let span = crate::telemetry::node_span(&me.node_id, me.epoch);
     let durable = durable::router(engine.clone());
+    let forwarded_engine = engine.clone();
     let state = Arc::new(AppState {
         engine,
         limits,
@@ -120,7 +121,7 @@ pub fn router(engine: Arc<dyn Engine>) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(limits.max_request_bytes))
-        .layer(axum::middleware::from_fn(mark_forwarded))
+        .layer(axum::middleware::from_fn_with_state(forwarded_engine, mark_forwarded))
         .layer(axum::middleware::from_fn(observe))
         .layer(axum::middleware::from_fn(
             move |req: axum::extract::Request, next: axum::middleware::Next| {
@@ -132,9 +133,26 @@ pub fn router(engine: Arc<dyn Engine>) -> Router {
 }
 
 /// Requests another node forwarded are served with `api::FORWARDED` set,
-/// so they are never forwarded again.
-async fn mark_forwarded(req: axum::extract::Request, next: axum::middleware::Next) -> axum::response::Response {
-    let forwarded = req.headers().contains_key(crate::api::FORWARDED_HEADER);
+/// so they are never forwarded again, and only once this node's metadata
+/// view has caught up with the forwarder's (503 when it cannot, rather than
+/// a 404 for a topic created a moment ago).
+async fn mark_forwarded(
+    axum::extract::State(engine): axum::extract::State<Arc<dyn Engine>>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let mark = req.headers().get(crate::api::FORWARDED_HEADER);
+    let forwarded = mark.is_some();
+    let index = mark.and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
+    if let Some(i) = index {
+        if !engine.catch_up_to(i).await {
+            return HttpError(ApiError::unavailable(format!(
+                "this node's metadata view has not reached log index {i} yet; retry"
+            )))
+            .into_response();
+        }
+    }
     crate::api::FORWARDED.scope(forwarded, next.run(req)).await
 }
 

@@ -482,7 +482,11 @@ impl Engine for Node {
         }
         let Some(s) = self.open_stream_soon(stream).await else {
             return match self.forward_target(stream) {
-                Some(addr) => self.forwarder.append(&addr, topic, partition, &records).await,
+                Some(addr) => {
+                    self.forwarder
+                        .append(&addr, self.meta.applied().0, topic, partition, &records)
+                        .await
+                }
                 None => Err(self.not_here(stream)),
             };
         };
@@ -519,7 +523,7 @@ impl Engine for Node {
         if self.open_stream(stream).is_none() {
             if let Some(addr) = self.forward_target(stream) {
                 return tokio::select! {
-                    r = self.forwarder.read(&addr, topic, partition, &req) => r,
+                    r = self.forwarder.read(&addr, self.meta.applied().0, topic, partition, &req) => r,
                     _ = self.live_reads_ended() => Err(ApiError::unavailable("node is shutting down")),
                 };
             }
@@ -723,6 +727,17 @@ impl Engine for Node {
 
     async fn sync_metadata(&self) {
         self.meta.sync(std::time::Duration::from_secs(2)).await;
+    }
+
+    async fn catch_up_to(&self, index: u64) -> bool {
+        const WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+        let want = crate::ids::LogIndex(index);
+        if self.meta.applied() >= want {
+            return true;
+        }
+        // Committed before the forwarder sent it: read the log now.
+        self.meta.sync(WAIT).await;
+        tokio::time::timeout(WAIT, self.meta.wait_for(want)).await.is_ok()
     }
 
     async fn init_producer_id(&self) -> ApiResult<i64> {

@@ -1,6 +1,9 @@
 //! Routing: a node that does not own a stream forwards appends and reads to
 //! the owner's advertised HTTP address, one hop, marked so the owner never
-//! forwards again. Bytes travel base64-encoded so any record round-trips.
+//! forwards again. The mark is the metadata log index the forwarder has
+//! applied: the owner catches up to it first, so it knows every topic the
+//! forwarder knows (read-your-writes across nodes). Bytes travel
+//! base64-encoded so any record round-trips.
 
 use crate::api::{ApiError, ApiResult, Appended, ErrorCode, ReadFrom, ReadRequest, ReadResult, FORWARDED_HEADER};
 use crate::ids::Offset;
@@ -109,7 +112,14 @@ fn caller_credentials() -> reqwest::header::HeaderMap {
 }
 
 impl Forwarder {
-    pub async fn append(&self, addr: &str, topic: &str, partition: u32, records: &[Record]) -> ApiResult<Appended> {
+    pub async fn append(
+        &self,
+        addr: &str,
+        applied: u64,
+        topic: &str,
+        partition: u32,
+        records: &[Record],
+    ) -> ApiResult<Appended> {
         let records: Vec<Value> = records
             .iter()
             .map(|r| {
@@ -124,7 +134,7 @@ impl Forwarder {
         let resp = self
             .client
             .post(url)
-            .header(FORWARDED_HEADER, "1")
+            .header(FORWARDED_HEADER, applied.to_string())
             .headers(caller_credentials())
             .json(&json!({ "records": records }))
             .send()
@@ -146,7 +156,14 @@ impl Forwarder {
         }
     }
 
-    pub async fn read(&self, addr: &str, topic: &str, partition: u32, req: &ReadRequest) -> ApiResult<ReadResult> {
+    pub async fn read(
+        &self,
+        addr: &str,
+        applied: u64,
+        topic: &str,
+        partition: u32,
+        req: &ReadRequest,
+    ) -> ApiResult<ReadResult> {
         let mut url = format!(
             "{}://{addr}/v1/topics/{topic}/partitions/{partition}/records?encoding=base64&limit={}&max_bytes={}&wait_ms={}",
             self.scheme,
@@ -162,7 +179,7 @@ impl Forwarder {
         let resp = self
             .client
             .get(url)
-            .header(FORWARDED_HEADER, "1")
+            .header(FORWARDED_HEADER, applied.to_string())
             .headers(caller_credentials())
             .timeout(req.wait + Duration::from_secs(10))
             .send()
