@@ -44,6 +44,9 @@ pub struct FakeEngine {
     ready: Mutex<ReadyStatus>,
     /// Calls to `append` that reached the log.
     pub append_calls: AtomicU64,
+    /// The metadata log index this "node" has applied (`catch_up_to`
+    /// succeeds up to it).
+    pub applied: AtomicU64,
 }
 
 impl FakeEngine {
@@ -63,6 +66,7 @@ impl FakeEngine {
                 reason: None,
             }),
             append_calls: AtomicU64::new(0),
+            applied: AtomicU64::new(u64::MAX),
         })
     }
 
@@ -273,6 +277,10 @@ impl Engine for FakeEngine {
             }
             let _ = tokio::time::timeout_at(deadline, notified).await;
         }
+    }
+
+    async fn catch_up_to(&self, index: u64) -> bool {
+        index <= self.applied.load(Ordering::Relaxed)
     }
 
     fn ready(&self) -> ReadyStatus {

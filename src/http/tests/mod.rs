@@ -869,6 +869,25 @@ async fn health_ready_metrics_and_nodes() {
 }
 
 #[tokio::test]
+async fn a_forwarded_request_waits_for_the_forwarders_metadata_or_gets_503() {
+    let h = Harness::with_topic("t", 1).await;
+    h.engine.applied.store(7, std::sync::atomic::Ordering::Relaxed);
+    let read = |mark: &'static str| {
+        Request::get("/v1/topics/t/partitions/0/records")
+            .header(crate::api::FORWARDED_HEADER, mark)
+            .body(Body::empty())
+            .unwrap()
+    };
+    // At or behind this node's view: served.
+    assert_eq!(h.send(read("7")).await.status, StatusCode::OK);
+    // An older node's plain mark: served.
+    assert_eq!(h.send(read("1")).await.status, StatusCode::OK);
+    // Ahead of what this node could catch up to: retry, not a stale answer.
+    h.send(read("8")).await.assert_error(503, "unavailable");
+    assert_eq!(h.get("/v1/topics/t/partitions/0/records").await.status, StatusCode::OK);
+}
+
+#[tokio::test]
 async fn unknown_routes_and_methods_get_json_errors() {
     let h = Harness::new();
     h.get("/nope").await.assert_error(404, "not_found");
