@@ -16,14 +16,8 @@ use crate::ids::Offset;
 use crate::meta::durable::{DurableUpdate, ProducerMark, ProducerState};
 use crate::stream::batch::Record;
 use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-
-/// The request body, or 413 when it passes the request size limit.
-pub fn take_body(body: Result<Bytes, BytesRejection>) -> Result<Bytes, DsError> {
-    body.map_err(|r| DsError::new(r.status(), r.body_text()))
-}
 
 /// One record per message, stamped now.
 pub fn to_records(messages: Vec<Bytes>) -> Vec<Record> {
@@ -81,9 +75,9 @@ pub async fn append(
     st: &DsState,
     path: &str,
     headers: &HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    body: Result<Bytes, DsError>,
 ) -> Result<Response, DsError> {
-    let req = parse(headers, take_body(body)?)?;
+    let req = parse(headers, body?)?;
     let found = stream::find(st, path).await?;
     let lock = st.lock_for(&found.topic);
     let _guard = lock.lock().await;

@@ -12,7 +12,6 @@ use crate::ids::Offset;
 use crate::meta::durable::{DurableMeta, DurableUpdate, ForkOf};
 use crate::meta::TopicConfig;
 use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use std::time::Duration;
@@ -166,9 +165,9 @@ pub async fn create(
     st: &DsState,
     path: &str,
     headers: &HeaderMap,
-    body: Result<Bytes, BytesRejection>,
+    body: Result<Bytes, DsError>,
 ) -> Result<Response, DsError> {
-    let body = append::take_body(body)?;
+    let body = body?;
     let asked_type = h::content_type(headers).map_err(DsError::bad)?;
     let life = h::lifetime(headers).map_err(DsError::bad)?;
     let close = h::closed(headers).map_err(DsError::bad)?;

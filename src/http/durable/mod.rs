@@ -88,14 +88,50 @@ pub fn router(engine: Arc<dyn Engine>) -> Router {
         .with_state(state)
 }
 
+/// Bytes of an oversized body read (and dropped) before answering 413, so
+/// a client still sending gets the answer instead of a reset connection.
+const DRAIN_LIMIT: usize = 64 * 1024 * 1024;
+
+/// The request body, at most `limit` bytes; a longer one is 413, answered
+/// after reading it to its end (up to [`DRAIN_LIMIT`] more bytes).
+async fn read_body(body: axum::body::Body, limit: usize) -> Result<axum::body::Bytes, DsError> {
+    use futures::StreamExt;
+    let mut data = body.into_data_stream();
+    let mut buf = Vec::new();
+    let mut seen = 0usize;
+    while let Some(chunk) = data.next().await {
+        let chunk = chunk.map_err(|e| DsError::bad(format!("reading the request body: {e}")))?;
+        seen = seen.saturating_add(chunk.len());
+        if seen <= limit {
+            buf.extend_from_slice(&chunk);
+        } else {
+            buf = Vec::new();
+            if seen > limit.saturating_add(DRAIN_LIMIT) {
+                break;
+            }
+        }
+    }
+    if seen > limit {
+        return Err(DsError::new(
+            axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+            format!("the request body is larger than {limit} bytes"),
+        ));
+    }
+    Ok(buf.into())
+}
+
 async fn dispatch(
     State(st): State<Ds>,
     Path(path): Path<String>,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
-    body: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
+    body: axum::body::Body,
 ) -> Response {
+    let body = match method {
+        Method::PUT | Method::POST => read_body(body, st.engine.limits().max_request_bytes).await,
+        _ => Ok(axum::body::Bytes::new()),
+    };
     let result = match method {
         Method::OPTIONS => Ok(reply::preflight(&headers)),
         Method::PUT => lifecycle::create(&st, &path, &headers, body).await,
@@ -109,4 +145,40 @@ async fn dispatch(
         )),
     };
     result.unwrap_or_else(DsError::into_response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::body::Body;
+    use futures::StreamExt;
+
+    fn chunked(chunks: Vec<&'static [u8]>) -> Body {
+        let s = futures::stream::iter(
+            chunks
+                .into_iter()
+                .map(|c| Ok::<_, std::io::Error>(axum::body::Bytes::from(c))),
+        );
+        Body::from_stream(s)
+    }
+
+    #[tokio::test]
+    async fn bodies_up_to_the_limit_are_read_whole() {
+        let b = read_body(chunked(vec![b"ab", b"cd"]), 4).await.unwrap();
+        assert_eq!(&b[..], b"abcd");
+        assert!(read_body(Body::empty(), 0).await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_longer_body_is_read_to_its_end_then_refused() {
+        let consumed = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let seen = consumed.clone();
+        let s = futures::stream::iter(0..10).map(move |_| {
+            seen.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Ok::<_, std::io::Error>(axum::body::Bytes::from_static(b"xyz"))
+        });
+        let err = read_body(Body::from_stream(s), 4).await.unwrap_err();
+        assert_eq!(err.status, axum::http::StatusCode::PAYLOAD_TOO_LARGE);
+        assert_eq!(consumed.load(std::sync::atomic::Ordering::Relaxed), 10, "drained");
+    }
 }
