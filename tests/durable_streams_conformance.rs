@@ -49,12 +49,20 @@ struct Counts {
     skipped: u64,
     failures: Vec<String>,
     skipped_names: Vec<String>,
+    /// Passed, but only on a retry (vitest keeps the earlier failure).
+    retried: Vec<String>,
 }
 
 /// Runs the whole suite against `url` and reads vitest's JSON report.
 fn run(suite: &Suite, url: &str, report: &Path) -> Counts {
     let out = Command::new(&suite.vitest)
         .args(["run", "conformance.test.js", "--no-coverage", "--reporter=json"])
+        // Some of the suite's tests must finish within 5 s (its property
+        // tests run dozens of requests each); on a small, loaded machine
+        // with a debug build one occasionally does not. A failed test runs
+        // once more; one that fails twice fails the run, and the ones that
+        // needed the second try are printed.
+        .arg(format!("--retry={RETRIES}"))
         .arg(format!("--outputFile={}", report.display()))
         .current_dir(&suite.dir)
         .env("CONFORMANCE_TEST_URL", url)
@@ -68,7 +76,7 @@ fn run(suite: &Suite, url: &str, report: &Path) -> Counts {
     });
     let v: Value = serde_json::from_str(&text).expect("vitest JSON report");
     let n = |k: &str| v[k].as_u64().unwrap_or(0);
-    let (mut failures, mut skipped_names) = (Vec::new(), Vec::new());
+    let (mut failures, mut skipped_names, mut retried) = (Vec::new(), Vec::new(), Vec::new());
     for file in v["testResults"].as_array().into_iter().flatten() {
         for t in file["assertionResults"].as_array().into_iter().flatten() {
             let name = t["fullName"].as_str().unwrap_or("?").to_string();
@@ -79,6 +87,7 @@ fn run(suite: &Suite, url: &str, report: &Path) -> Counts {
                     failures.push(format!("{name}: {why}"));
                 }
                 Some("pending" | "skipped" | "todo") => skipped_names.push(name),
+                Some("passed") if t["failureMessages"].as_array().is_some_and(|m| !m.is_empty()) => retried.push(name),
                 _ => {}
             }
         }
@@ -89,8 +98,12 @@ fn run(suite: &Suite, url: &str, report: &Path) -> Counts {
         skipped: n("numPendingTests") + n("numTodoTests"),
         failures,
         skipped_names,
+        retried,
     }
 }
+
+/// How many more times vitest runs a failed test.
+const RETRIES: u32 = 1;
 
 /// The pinned suite's size (`scripts/services.sh` installs 0.3.6).
 const SUITE_TESTS: u64 = 338;
@@ -105,6 +118,9 @@ fn check(what: &str, c: &Counts) {
     );
     for f in &c.failures {
         eprintln!("  failed: {f}");
+    }
+    for r in &c.retried {
+        eprintln!("  passed on a retry: {r}");
     }
     assert_eq!(c.failures.len() as u64, c.failed, "{what}: every failure is named");
     assert!(c.failures.is_empty(), "{what}: failures: {:#?}", c.failures);
