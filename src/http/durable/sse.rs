@@ -27,6 +27,11 @@ use std::time::Duration;
 
 /// A comment line after this long without events keeps the connection open.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
+/// After a batch, the next waits are this short, this many times: a close
+/// often follows the last append at once (it is recorded just after the
+/// data), and the reader should see it without a full [`WAIT_SLICE`].
+const QUICK_SLICE: Duration = Duration::from_millis(25);
+const QUICK_SLICES: u32 = 10;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Encoding {
@@ -112,6 +117,8 @@ struct Tail {
     cursor: u64,
     done: bool,
     first: bool,
+    /// Short waits left (see [`QUICK_SLICE`]).
+    quick: u32,
 }
 
 impl Tail {
@@ -121,7 +128,14 @@ impl Tail {
         }
         let mut idle = Duration::ZERO;
         loop {
-            let wait = if self.first { Duration::ZERO } else { WAIT_SLICE };
+            let wait = if self.first {
+                Duration::ZERO
+            } else if self.quick > 0 {
+                self.quick -= 1;
+                QUICK_SLICE
+            } else {
+                WAIT_SLICE
+            };
             let first = std::mem::replace(&mut self.first, false);
             let r = match read_once(st, &self.found, self.from, wait).await {
                 Ok(r) => r,
@@ -148,12 +162,15 @@ impl Tail {
             if !r.records.is_empty() {
                 out.extend(data_event(self.enc, &body(&self.found, &r)));
             }
+            if !r.records.is_empty() {
+                self.quick = QUICK_SLICES;
+            }
             if !r.records.is_empty() || closed || first {
                 out.extend(control_event(r.next_offset, self.cursor, up_to_date, closed));
                 self.done = closed;
                 return Some(Bytes::from(out));
             }
-            idle += WAIT_SLICE;
+            idle += wait;
             if idle >= KEEP_ALIVE {
                 return Some(Bytes::from_static(b": keep-alive\n\n"));
             }
@@ -175,6 +192,7 @@ pub async fn serve(st: &Arc<DsState>, found: Found, q: &Query) -> Result<Respons
         cursor: offset::cursor(now_secs, q.cursor.as_deref()),
         done: false,
         first: true,
+        quick: 0,
     };
     let st = st.clone();
     let body = futures::stream::unfold((tail, st), |(mut tail, st)| async move {
