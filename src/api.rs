@@ -337,8 +337,11 @@ pub trait Engine: Send + Sync + 'static {
     }
     /// Bring this node's view of the metadata up to everything committed so
     /// far (bounded wait), so a read follows a change made through another
-    /// node. The default does nothing.
-    async fn sync_metadata(&self) {}
+    /// node. False when that could not be done in time: an absence in the
+    /// view then proves nothing. The default has nothing to catch up with.
+    async fn sync_metadata(&self) -> bool {
+        true
+    }
     /// A Kafka producer id unique in the cluster (InitProducerId).
     async fn init_producer_id(&self) -> ApiResult<i64> {
         Err(ApiError::new(

@@ -140,7 +140,7 @@ impl Engine for Scoped {
         self.need(Op::Read, topic)?;
         self.inner.leader_epoch_end(topic, partition, epoch).await
     }
-    async fn sync_metadata(&self) {
+    async fn sync_metadata(&self) -> bool {
         self.inner.sync_metadata().await
     }
     async fn init_producer_id(&self) -> ApiResult<i64> {

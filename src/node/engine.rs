@@ -66,7 +66,8 @@ impl Node {
                 return None;
             }
             if behind {
-                self.meta.sync(std::time::Duration::from_millis(500)).await;
+                // Caught up or not, the loop looks again until the deadline.
+                let _ = self.meta.sync(std::time::Duration::from_millis(500)).await;
             } else {
                 tokio::time::sleep(std::time::Duration::from_millis(2)).await;
             }
@@ -80,8 +81,20 @@ impl Node {
     async fn resolve_current(&self, topic: &str, partition: u32) -> ApiResult<StreamId> {
         match self.resolve(topic, partition) {
             Err(e) if matches!(e.code, ErrorCode::TopicNotFound | ErrorCode::PartitionNotFound) => {
-                self.meta.sync(std::time::Duration::from_millis(500)).await;
-                self.resolve(topic, partition)
+                let caught_up = self.meta.sync(std::time::Duration::from_millis(500)).await;
+                match self.resolve(topic, partition) {
+                    // Only a view that has read the log to its end may say
+                    // "does not exist"; a lagging one says "retry".
+                    Err(e)
+                        if !caught_up && matches!(e.code, ErrorCode::TopicNotFound | ErrorCode::PartitionNotFound) =>
+                    {
+                        Err(ApiError::unavailable(format!(
+                            "{}; this node could not catch up with the metadata log to be sure, retry",
+                            e.message
+                        )))
+                    }
+                    r => r,
+                }
             }
             r => r,
         }
@@ -507,7 +520,9 @@ impl Engine for Node {
             Some(StreamState::Closed)
         );
         if is_forwarded() && unplaced {
-            self.meta.sync(std::time::Duration::from_millis(500)).await;
+            // If this fails the read below is answered from the older view,
+            // as "not here" (retryable), never as data past what we know.
+            let _ = self.meta.sync(std::time::Duration::from_millis(500)).await;
         }
         let req = ReadRequest {
             limit: req.limit.max(1),
@@ -719,8 +734,8 @@ impl Engine for Node {
         Ok(ended.unwrap_or_else(|| open.high_watermark()))
     }
 
-    async fn sync_metadata(&self) {
-        self.meta.sync(std::time::Duration::from_secs(2)).await;
+    async fn sync_metadata(&self) -> bool {
+        self.meta.sync(std::time::Duration::from_secs(2)).await
     }
 
     async fn init_producer_id(&self) -> ApiResult<i64> {
