@@ -283,8 +283,16 @@ pub trait Engine: Send + Sync + 'static {
             "altering topic configs is not supported here",
         ))
     }
-    /// Number of partitions of a topic (`topic_not_found` otherwise).
+    /// Number of partitions of a topic (`topic_not_found` otherwise), as
+    /// this node's view has it now.
     fn partitions(&self, topic: &str) -> ApiResult<u32>;
+    /// [`Engine::partitions`] for a request naming the topic: an engine with
+    /// a metadata log catches up with it before answering that the topic or
+    /// partition does not exist (it may have just been created or grown
+    /// through another node), and answers 503 instead when it cannot.
+    async fn partitions_current(&self, topic: &str) -> ApiResult<u32> {
+        self.partitions(topic)
+    }
     /// Append records to one partition atomically; returns once every record
     /// is durable.
     async fn append(&self, topic: &str, partition: u32, records: Vec<Record>) -> ApiResult<Appended>;

@@ -100,6 +100,10 @@ impl Engine for Scoped {
         self.need_sight(topic)?;
         self.inner.partitions(topic)
     }
+    async fn partitions_current(&self, topic: &str) -> ApiResult<u32> {
+        self.need_sight(topic)?;
+        self.inner.partitions_current(topic).await
+    }
     async fn append(&self, topic: &str, partition: u32, records: Vec<Record>) -> ApiResult<Appended> {
         self.need(Op::Write, topic)?;
         self.inner.append(topic, partition, records).await

@@ -79,20 +79,23 @@ impl Node {
     /// through another node (read-your-writes across nodes; the chaos test
     /// saw 404s for a topic created a moment earlier through another node).
     async fn resolve_current(&self, topic: &str, partition: u32) -> ApiResult<StreamId> {
-        match self.resolve(topic, partition) {
-            Err(e) if matches!(e.code, ErrorCode::TopicNotFound | ErrorCode::PartitionNotFound) => {
+        self.current(|| self.resolve(topic, partition)).await
+    }
+
+    /// `lookup` against the view; if it finds no such topic or partition,
+    /// again after catching up with the metadata log. Only a view that has
+    /// read the log to its end may say "does not exist"; one that could not
+    /// says "retry" (503).
+    async fn current<T>(&self, lookup: impl Fn() -> ApiResult<T>) -> ApiResult<T> {
+        let missing = |e: &ApiError| matches!(e.code, ErrorCode::TopicNotFound | ErrorCode::PartitionNotFound);
+        match lookup() {
+            Err(e) if missing(&e) => {
                 let caught_up = self.meta.sync(std::time::Duration::from_millis(500)).await;
-                match self.resolve(topic, partition) {
-                    // Only a view that has read the log to its end may say
-                    // "does not exist"; a lagging one says "retry".
-                    Err(e)
-                        if !caught_up && matches!(e.code, ErrorCode::TopicNotFound | ErrorCode::PartitionNotFound) =>
-                    {
-                        Err(ApiError::unavailable(format!(
-                            "{}; this node could not catch up with the metadata log to be sure, retry",
-                            e.message
-                        )))
-                    }
+                match lookup() {
+                    Err(e) if !caught_up && missing(&e) => Err(ApiError::unavailable(format!(
+                        "{}; this node could not catch up with the metadata log to be sure, retry",
+                        e.message
+                    ))),
                     r => r,
                 }
             }
@@ -474,6 +477,10 @@ impl Engine for Node {
                 format!("unexpected outcome {other:?}"),
             )),
         }
+    }
+
+    async fn partitions_current(&self, topic: &str) -> ApiResult<u32> {
+        self.current(|| self.partitions(topic)).await
     }
 
     fn partitions(&self, topic: &str) -> ApiResult<u32> {
