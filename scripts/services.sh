@@ -341,8 +341,8 @@ osd_pool_default_pg_num = 8
 osd_pool_default_pgp_num = 8
 mon_max_pg_per_osd = 1000
 # a nearly full disk must not stop the throwaway monitor (default: refuse at
-# or below 5% free; the check is `<=`, so 0 still refuses at 0% and only a
-# negative threshold turns it off)
+# or below 5% free; the check is "at or below", so 0 still refuses at 0%
+# and only a negative threshold turns it off)
 mon_data_avail_warn = -1
 mon_data_avail_crit = -1
 # each pool radosgw creates costs an osdmap epoch; propose them faster

@@ -283,8 +283,16 @@ pub trait Engine: Send + Sync + 'static {
             "altering topic configs is not supported here",
         ))
     }
-    /// Number of partitions of a topic (`topic_not_found` otherwise).
+    /// Number of partitions of a topic (`topic_not_found` otherwise), as
+    /// this node's view has it now.
     fn partitions(&self, topic: &str) -> ApiResult<u32>;
+    /// [`Engine::partitions`] for a request naming the topic: an engine with
+    /// a metadata log catches up with it before answering that the topic or
+    /// partition does not exist (it may have just been created or grown
+    /// through another node), and answers 503 instead when it cannot.
+    async fn partitions_current(&self, topic: &str) -> ApiResult<u32> {
+        self.partitions(topic)
+    }
     /// Append records to one partition atomically; returns once every record
     /// is durable.
     async fn append(&self, topic: &str, partition: u32, records: Vec<Record>) -> ApiResult<Appended>;
@@ -337,8 +345,11 @@ pub trait Engine: Send + Sync + 'static {
     }
     /// Bring this node's view of the metadata up to everything committed so
     /// far (bounded wait), so a read follows a change made through another
-    /// node. The default does nothing.
-    async fn sync_metadata(&self) {}
+    /// node. False when that could not be done in time: an absence in the
+    /// view then proves nothing. The default has nothing to catch up with.
+    async fn sync_metadata(&self) -> bool {
+        true
+    }
     /// Wait (bounded) until this node's view has applied metadata log entry
     /// `index`; false when it could not. A forwarded request carries the
     /// forwarder's index, so the owner answers from a view at least as new.

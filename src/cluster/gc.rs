@@ -84,9 +84,16 @@ pub async fn run_once(node: &Node, state: &mut GcState) -> anyhow::Result<GcRepo
     // List first, then read the view: anything committed before the view's
     // index is seen as referenced.
     let listed = node.backends.data.list("data/").await?;
-    node.meta
+    // A view that did not catch up may miss references committed after the
+    // listing; the grace period covers that, but a failed sync also says the
+    // store is in trouble: delete nothing this run.
+    if !node
+        .meta
         .sync(node.config.gc_grace.min(std::time::Duration::from_secs(5)))
-        .await;
+        .await
+    {
+        return Ok(report);
+    }
     let doomed = {
         let view = node.meta.view();
         let unreferenced = unreferenced_data(&view, &listed);

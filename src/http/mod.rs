@@ -191,8 +191,8 @@ async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) ->
 }
 
 /// Parses the `{partition}` path segment and checks it against the topic.
-pub(crate) fn checked_partition(state: &AppState, topic: &str, partition: &str) -> Result<u32, HttpError> {
-    let count = state.engine.partitions(topic)?;
+pub(crate) async fn checked_partition(state: &AppState, topic: &str, partition: &str) -> Result<u32, HttpError> {
+    let count = state.engine.partitions_current(topic).await?;
     let p: u32 = partition.parse().map_err(|_| {
         HttpError::new(
             ErrorCode::PartitionNotFound,

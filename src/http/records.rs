@@ -324,7 +324,7 @@ pub async fn append_to_topic(
     let body = body.map_err(body_error)?;
     let params = params(query)?;
     let enc = encoding(&params)?;
-    let partitions = state.engine.partitions(&topic)?;
+    let partitions = state.engine.partitions_current(&topic).await?;
     let incoming = parse_body(&state, &headers, body, enc)?;
 
     // Place every record before appending any.
@@ -381,7 +381,7 @@ pub async fn append_to_partition(
     let body = body.map_err(body_error)?;
     let params = params(query)?;
     let enc = encoding(&params)?;
-    let p = checked_partition(&state, &topic, &partition)?;
+    let p = checked_partition(&state, &topic, &partition).await?;
     let incoming = parse_body(&state, &headers, body, enc)?;
     let mut records = Vec::with_capacity(incoming.len());
     for (i, r) in incoming.into_iter().enumerate() {
@@ -519,7 +519,7 @@ pub async fn read(
 ) -> HttpResult<Json<Value>> {
     let params = params(query)?;
     let enc = encoding(&params)?;
-    let p = checked_partition(&state, &topic, &partition)?;
+    let p = checked_partition(&state, &topic, &partition).await?;
     let req = read_request(&state, &params)?;
     let result = state.engine.read(&topic, p, req).await?;
     Ok(Json(read_result_json(&result, enc)))

@@ -122,7 +122,7 @@ pub async fn subscribe(
 ) -> HttpResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
     let params = params(query)?;
     let enc = encoding(&params)?;
-    let p = checked_partition(&state, &topic, &partition)?;
+    let p = checked_partition(&state, &topic, &partition).await?;
     let from = resume_point(&headers, &params)?;
     let mut sub = Subscription {
         state,

@@ -110,7 +110,7 @@ pub(super) async fn request(
         DESCRIBE_CONFIGS => {
             let req = decode_describe_configs(r, version)?;
             // Configs altered through another node are read back here.
-            engine.sync_metadata().await;
+            let _ = engine.sync_metadata().await;
             encode_describe_configs(w, version, &describe_configs(engine, &req));
         }
         ALTER_CONFIGS | INCREMENTAL_ALTER_CONFIGS => {

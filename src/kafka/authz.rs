@@ -100,6 +100,10 @@ impl Engine for Scoped {
         self.need_sight(topic)?;
         self.inner.partitions(topic)
     }
+    async fn partitions_current(&self, topic: &str) -> ApiResult<u32> {
+        self.need_sight(topic)?;
+        self.inner.partitions_current(topic).await
+    }
     async fn append(&self, topic: &str, partition: u32, records: Vec<Record>) -> ApiResult<Appended> {
         self.need(Op::Write, topic)?;
         self.inner.append(topic, partition, records).await
@@ -140,7 +144,7 @@ impl Engine for Scoped {
         self.need(Op::Read, topic)?;
         self.inner.leader_epoch_end(topic, partition, epoch).await
     }
-    async fn sync_metadata(&self) {
+    async fn sync_metadata(&self) -> bool {
         self.inner.sync_metadata().await
     }
     async fn init_producer_id(&self) -> ApiResult<i64> {

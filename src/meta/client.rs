@@ -73,7 +73,7 @@ pub struct Meta {
     shared: Arc<Shared>,
     tx: mpsc::UnboundedSender<Proposal>,
     /// Asks the core task to read the log now (see [`Meta::sync`]).
-    sync_tx: mpsc::UnboundedSender<oneshot::Sender<()>>,
+    sync_tx: mpsc::UnboundedSender<oneshot::Sender<bool>>,
     log: DynLog,
     config: MetaConfig,
 }
@@ -210,12 +210,16 @@ impl Meta {
 
     /// Read the log now rather than at the next poll, so the view holds
     /// every entry committed before the call (read-your-writes across
-    /// nodes). Gives up after `timeout`; the view may then be older.
-    pub async fn sync(&self, timeout: Duration) {
+    /// nodes). True when it did: the log was read to its end. False when
+    /// the log could not be read or `timeout` passed first; the view may
+    /// then be older than the log, and an absence in it proves nothing.
+    #[must_use = "an absence in a view that did not catch up proves nothing"]
+    pub async fn sync(&self, timeout: Duration) -> bool {
         let (reply, rx) = oneshot::channel();
-        if self.sync_tx.send(reply).is_ok() {
-            let _ = tokio::time::timeout(timeout, rx).await;
+        if self.sync_tx.send(reply).is_err() {
+            return false;
         }
+        matches!(tokio::time::timeout(timeout, rx).await, Ok(Ok(true)))
     }
 
     /// Wait until the view has applied at least `index`.
@@ -266,7 +270,7 @@ impl Core {
     async fn run(
         mut self,
         mut rx: mpsc::UnboundedReceiver<Proposal>,
-        mut sync_rx: mpsc::UnboundedReceiver<oneshot::Sender<()>>,
+        mut sync_rx: mpsc::UnboundedReceiver<oneshot::Sender<bool>>,
     ) {
         let mut idle_polls = 0u32;
         loop {
@@ -282,12 +286,14 @@ impl Core {
                     },
                     Some(reply) = sync_rx.recv() => {
                         // Everything committed so far: read until nothing new.
-                        while let Ok(n) = self.catch_up().await {
-                            if n == 0 {
-                                break;
+                        let caught_up = loop {
+                            match self.catch_up().await {
+                                Ok(0) => break true,
+                                Ok(_) => {}
+                                Err(_) => break false,
                             }
-                        }
-                        let _ = reply.send(());
+                        };
+                        let _ = reply.send(caught_up);
                         continue;
                     }
                     _ = tokio::time::sleep(self.config.poll_interval) => {

@@ -66,7 +66,8 @@ impl Node {
                 return None;
             }
             if behind {
-                self.meta.sync(std::time::Duration::from_millis(500)).await;
+                // Caught up or not, the loop looks again until the deadline.
+                let _ = self.meta.sync(std::time::Duration::from_millis(500)).await;
             } else {
                 tokio::time::sleep(std::time::Duration::from_millis(2)).await;
             }
@@ -78,10 +79,25 @@ impl Node {
     /// through another node (read-your-writes across nodes; the chaos test
     /// saw 404s for a topic created a moment earlier through another node).
     async fn resolve_current(&self, topic: &str, partition: u32) -> ApiResult<StreamId> {
-        match self.resolve(topic, partition) {
-            Err(e) if matches!(e.code, ErrorCode::TopicNotFound | ErrorCode::PartitionNotFound) => {
-                self.meta.sync(std::time::Duration::from_millis(500)).await;
-                self.resolve(topic, partition)
+        self.current(|| self.resolve(topic, partition)).await
+    }
+
+    /// `lookup` against the view; if it finds no such topic or partition,
+    /// again after catching up with the metadata log. Only a view that has
+    /// read the log to its end may say "does not exist"; one that could not
+    /// says "retry" (503).
+    async fn current<T>(&self, lookup: impl Fn() -> ApiResult<T>) -> ApiResult<T> {
+        let missing = |e: &ApiError| matches!(e.code, ErrorCode::TopicNotFound | ErrorCode::PartitionNotFound);
+        match lookup() {
+            Err(e) if missing(&e) => {
+                let caught_up = self.meta.sync(std::time::Duration::from_millis(500)).await;
+                match lookup() {
+                    Err(e) if !caught_up && missing(&e) => Err(ApiError::unavailable(format!(
+                        "{}; this node could not catch up with the metadata log to be sure, retry",
+                        e.message
+                    ))),
+                    r => r,
+                }
             }
             r => r,
         }
@@ -465,6 +481,10 @@ impl Engine for Node {
         }
     }
 
+    async fn partitions_current(&self, topic: &str) -> ApiResult<u32> {
+        self.current(|| self.partitions(topic)).await
+    }
+
     fn partitions(&self, topic: &str) -> ApiResult<u32> {
         self.meta
             .view()
@@ -513,7 +533,9 @@ impl Engine for Node {
             Some(StreamState::Closed)
         );
         if is_forwarded() && unplaced {
-            self.meta.sync(std::time::Duration::from_millis(500)).await;
+            // If this fails the read below is answered from the older view,
+            // as "not here" (retryable), never as data past what we know.
+            let _ = self.meta.sync(std::time::Duration::from_millis(500)).await;
         }
         let req = ReadRequest {
             limit: req.limit.max(1),
@@ -725,8 +747,8 @@ impl Engine for Node {
         Ok(ended.unwrap_or_else(|| open.high_watermark()))
     }
 
-    async fn sync_metadata(&self) {
-        self.meta.sync(std::time::Duration::from_secs(2)).await;
+    async fn sync_metadata(&self) -> bool {
+        self.meta.sync(std::time::Duration::from_secs(2)).await
     }
 
     async fn catch_up_to(&self, index: u64) -> bool {
@@ -735,8 +757,9 @@ impl Engine for Node {
         if self.meta.applied() >= want {
             return true;
         }
-        // Committed before the forwarder sent it: read the log now.
-        self.meta.sync(WAIT).await;
+        // Committed before the forwarder sent it: read the log now. (Whether
+        // the sync reached the log's end does not matter, only `index`.)
+        let _ = self.meta.sync(WAIT).await;
         tokio::time::timeout(WAIT, self.meta.wait_for(want)).await.is_ok()
     }
 

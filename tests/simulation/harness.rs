@@ -259,14 +259,24 @@ impl Sim {
         Some(via)
     }
 
-    /// The owner of `partition` that has the stream open and agrees it owns it.
+    /// The owner of `partition` that has the stream open and agrees it owns
+    /// it, as the most advanced view among the running nodes has it. A
+    /// zombie (fenced, but its view stalled before it learned so) also
+    /// agrees with itself that it owns the stream, and keeps serving it
+    /// from its stale view as the failover design allows during metadata
+    /// outages; its answers are a stale prefix, not the stream's state.
     fn settled_owner(&self, partition: u32) -> Option<Arc<Node>> {
         let id = self.stream(partition);
-        self.running().into_iter().find(|n| {
-            n.open_stream(id).is_some()
-                && matches!(&n.meta.view().streams.get(&id).map(|r| r.state.clone()),
-                    Some(StreamState::Open { node, node_epoch }) if *node == n.id && *node_epoch == n.epoch)
-        })
+        let running = self.running();
+        let newest = running.iter().max_by_key(|n| n.meta.applied())?;
+        let owns = |n: &Node, view: &sluice::meta::View| {
+            matches!(view.streams.get(&id).map(|r| &r.state),
+                Some(StreamState::Open { node, node_epoch }) if *node == n.id && *node_epoch == n.epoch)
+        };
+        running
+            .iter()
+            .find(|n| n.open_stream(id).is_some() && owns(n, &n.meta.view()) && owns(n, &newest.meta.view()))
+            .cloned()
     }
 }
 
@@ -808,6 +818,7 @@ async fn final_read(sim: &Sim, p: u32) -> Result<Vec<Bytes>, String> {
             sleep(Duration::from_millis(200)).await;
             continue;
         };
+        sim.log(format!("final read of partition {p} from {} {}", node.id, node.epoch));
         let mut values: Vec<Bytes> = Vec::new();
         loop {
             let req = ReadRequest {

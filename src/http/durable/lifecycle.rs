@@ -229,7 +229,7 @@ pub async fn create(
         };
         match st.engine.create_topic(&topic, 1, config).await {
             Ok(_) => {
-                st.engine.sync_metadata().await;
+                let _ = st.engine.sync_metadata().await;
                 created = true;
                 plan = Some(p);
             }
@@ -290,7 +290,7 @@ pub async fn delete(st: &DsState, path: &str) -> Result<Response, DsError> {
     let found = stream::find(st, path).await?;
     match st.engine.delete_topic(&found.topic).await {
         Ok(()) => {
-            st.engine.sync_metadata().await;
+            let _ = st.engine.sync_metadata().await;
             Ok(Reply::new(StatusCode::NO_CONTENT).build())
         }
         Err(e) if e.code == ErrorCode::TopicNotFound => Err(DsError::not_found(path)),

@@ -6,7 +6,7 @@ use super::fork::{self, Segment};
 use super::reply::DsError;
 use super::time::now_ms;
 use super::{name, DsState};
-use crate::api::{ErrorCode, ReadFrom, ReadRequest};
+use crate::api::{ApiError, ErrorCode, ReadFrom, ReadRequest};
 use crate::ids::Offset;
 use crate::meta::durable::{DurableMeta, DurableUpdate};
 use crate::meta::ConfigUpdate;
@@ -52,10 +52,17 @@ pub async fn lookup(st: &DsState, path: &str) -> Result<Lookup, DsError> {
         Err(e) if e.code == ErrorCode::TopicNotFound => {
             // Perhaps created through another node a moment ago: catch up
             // with the metadata log before answering 404.
-            st.engine.sync_metadata().await;
+            let caught_up = st.engine.sync_metadata().await;
             match st.engine.describe_topic(&topic) {
                 Ok(d) => d,
-                Err(e) if e.code == ErrorCode::TopicNotFound => return Ok(Lookup::Missing),
+                Err(e) if e.code == ErrorCode::TopicNotFound && caught_up => return Ok(Lookup::Missing),
+                Err(e) if e.code == ErrorCode::TopicNotFound => {
+                    return Err(ApiError::unavailable(format!(
+                        "{}; this node could not catch up with the metadata log to be sure, retry",
+                        e.message
+                    ))
+                    .into())
+                }
                 Err(e) => return Err(e.into()),
             }
         }
@@ -70,7 +77,9 @@ pub async fn lookup(st: &DsState, path: &str) -> Result<Lookup, DsError> {
     if meta.expired(now_ms()) {
         // Deleted, or only marked deleted while forks read it.
         match st.engine.delete_topic(&topic).await {
-            Ok(()) => st.engine.sync_metadata().await,
+            Ok(()) => {
+                let _ = st.engine.sync_metadata().await;
+            }
             Err(e) if e.code == ErrorCode::TopicNotFound => {}
             Err(e) => tracing::warn!(%topic, error = %e.message, "expired stream not deleted yet"),
         }
@@ -153,7 +162,7 @@ pub async fn wait_open(st: &DsState, topic: &str) -> Result<(), DsError> {
         }
         tokio::time::sleep(pause).await;
         pause = (pause * 2).min(Duration::from_millis(50));
-        st.engine.sync_metadata().await;
+        let _ = st.engine.sync_metadata().await;
     }
 }
 
@@ -165,7 +174,7 @@ pub async fn update(st: &DsState, topic: &str, updates: Vec<DurableUpdate>) -> R
     let updates = updates.into_iter().map(ConfigUpdate::Durable).collect();
     st.engine.alter_topic_config(topic, updates).await?;
     // Later requests through this node see the change.
-    st.engine.sync_metadata().await;
+    let _ = st.engine.sync_metadata().await;
     Ok(())
 }
 

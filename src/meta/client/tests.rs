@@ -235,7 +235,29 @@ async fn sync_reads_what_another_node_committed_without_waiting_for_a_poll() {
         .unwrap();
     assert!(matches!(created, Outcome::TopicCreated(_)));
     assert!(!b.view().topics.contains_key("t"), "b polls only hourly");
-    b.sync(Duration::from_secs(5)).await;
+    assert!(
+        b.sync(Duration::from_secs(5)).await,
+        "the log is readable: sync reaches its end"
+    );
     assert!(b.view().topics.contains_key("t"));
     assert_eq!(b.applied(), a.applied());
+}
+
+#[tokio::test]
+async fn sync_says_when_it_could_not_reach_the_log() {
+    use crate::meta::store_log::StoreLog;
+    use crate::store::{FaultConfig, FaultyStore, MemoryStore};
+    let store = FaultyStore::new(Arc::new(MemoryStore::new()), FaultConfig::default());
+    let log: DynLog = Arc::new(StoreLog::new(Arc::new(store.clone()), ""));
+    let a = registered(&log, "a").await;
+    assert!(a.sync(Duration::from_secs(5)).await);
+
+    store.set_unavailable(true);
+    assert!(
+        !a.sync(Duration::from_secs(5)).await,
+        "an unreadable log must not pass for a caught-up view"
+    );
+
+    store.set_unavailable(false);
+    assert!(a.sync(Duration::from_secs(5)).await);
 }
