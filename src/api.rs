@@ -352,7 +352,8 @@ pub trait Engine: Send + Sync + 'static {
     }
     /// Wait (bounded) until this node's view has applied metadata log entry
     /// `index`; false when it could not. A forwarded request carries the
-    /// forwarder's index, so the owner answers from a view at least as new.
+    /// forwarder's index, so the owner answers from a view at least as new
+    /// as the one that routed it there.
     async fn catch_up_to(&self, index: u64) -> bool {
         let _ = index;
         true

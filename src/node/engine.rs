@@ -752,10 +752,14 @@ impl Engine for Node {
     }
 
     async fn catch_up_to(&self, index: u64) -> bool {
-        const WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+        const WAIT: std::time::Duration = std::time::Duration::from_secs(1);
         let want = crate::ids::LogIndex(index);
         if self.meta.applied() >= want {
             return true;
+        }
+        if !self.meta.reachable() {
+            // Waiting would only delay the answer during a metadata outage.
+            return false;
         }
         // Committed before the forwarder sent it: read the log now. (Whether
         // the sync reached the log's end does not matter, only `index`.)

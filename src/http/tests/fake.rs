@@ -47,6 +47,8 @@ pub struct FakeEngine {
     /// The metadata log index this "node" has applied (`catch_up_to`
     /// succeeds up to it).
     pub applied: AtomicU64,
+    /// The indexes `catch_up_to` was asked for.
+    pub caught_up_to: Mutex<Vec<u64>>,
 }
 
 impl FakeEngine {
@@ -67,6 +69,7 @@ impl FakeEngine {
             }),
             append_calls: AtomicU64::new(0),
             applied: AtomicU64::new(u64::MAX),
+            caught_up_to: Mutex::default(),
         })
     }
 
@@ -280,6 +283,7 @@ impl Engine for FakeEngine {
     }
 
     async fn catch_up_to(&self, index: u64) -> bool {
+        self.caught_up_to.lock().unwrap().push(index);
         index <= self.applied.load(Ordering::Relaxed)
     }
 

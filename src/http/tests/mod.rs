@@ -869,7 +869,7 @@ async fn health_ready_metrics_and_nodes() {
 }
 
 #[tokio::test]
-async fn a_forwarded_request_waits_for_the_forwarders_metadata_or_gets_503() {
+async fn a_forwarded_request_first_catches_up_with_the_forwarders_metadata() {
     let h = Harness::with_topic("t", 1).await;
     h.engine.applied.store(7, std::sync::atomic::Ordering::Relaxed);
     let read = |mark: &'static str| {
@@ -878,13 +878,14 @@ async fn a_forwarded_request_waits_for_the_forwarders_metadata_or_gets_503() {
             .body(Body::empty())
             .unwrap()
     };
-    // At or behind this node's view: served.
     assert_eq!(h.send(read("7")).await.status, StatusCode::OK);
-    // An older node's plain mark: served.
+    // An older node's plain mark.
     assert_eq!(h.send(read("1")).await.status, StatusCode::OK);
-    // Ahead of what this node could catch up to: retry, not a stale answer.
-    h.send(read("8")).await.assert_error(503, "unavailable");
+    // Past what this node could reach: served from the view it has.
+    assert_eq!(h.send(read("8")).await.status, StatusCode::OK);
+    // Not forwarded: nothing to catch up with.
     assert_eq!(h.get("/v1/topics/t/partitions/0/records").await.status, StatusCode::OK);
+    assert_eq!(*h.engine.caught_up_to.lock().unwrap(), vec![7, 1, 8]);
 }
 
 #[tokio::test]
