@@ -22,7 +22,11 @@
 #   S3 test server (radosgw, with DynamoDB Local for metadata), when
 #   SLUICE_TEST_S3_ENDPOINT and SLUICE_TEST_DYNAMODB_ENDPOINT are set (source
 #   .services/env after `scripts/services.sh up`), a smaller matrix: HTTP 1 KiB
-#   lone / 16 clients / saturation, Kafka 1 KiB unlimited and steady.
+#   lone / 16 clients / saturation, Kafka 1 KiB unlimited and steady;
+#   on each backend, `sluice bench failover`: kill -9 and SIGTERM of a
+#   partition owner in a 3-node cluster (--failover-rounds, default 3, with
+#   100 background appends/s read back at the end) and WAL recovery of
+#   --recovery-mib (default 256) MiB left unflushed.
 #
 # Every report goes to DIR/results.jsonl (default: a temp dir, printed);
 # unless --no-docs, it is copied to docs/bench-matrix-results.jsonl (with
@@ -30,22 +34,26 @@
 # generated section of docs/benchmarks.md (between its marker comments) and
 # docs/bench-latency.svg from them.
 # SLUICE_BENCH_DURATION (or --duration) sets the seconds per point (default 5);
-# the whole matrix takes about 3 minutes at 5 s.
+# the whole matrix takes about 6 minutes at 5 s (3 of them failover).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
 DUR=${SLUICE_BENCH_DURATION:-5}
+FAILOVER_ROUNDS=3
+RECOVERY_MIB=256
 S3=1
 DOCS=1
 OUT=
 while (($#)); do
     case $1 in
         --duration) DUR=$2; shift 2 ;;
+        --failover-rounds) FAILOVER_ROUNDS=$2; shift 2 ;;
+        --recovery-mib) RECOVERY_MIB=$2; shift 2 ;;
         --no-s3) S3=0; shift ;;
         --no-docs) DOCS=0; shift ;;
         --out) OUT=$2; shift 2 ;;
-        *) echo "usage: $0 [--duration SEC] [--no-s3] [--no-docs] [--out DIR]" >&2; exit 2 ;;
+        *) echo "usage: $0 [--duration SEC] [--failover-rounds N] [--recovery-mib MIB] [--no-s3] [--no-docs] [--out DIR]" >&2; exit 2 ;;
     esac
 done
 
@@ -55,7 +63,9 @@ WORK=$(mktemp -d /tmp/sluice-matrix.XXXXXX)
 OUT=${OUT:-$WORK/out}
 mkdir -p "$OUT"
 RESULTS=$OUT/results.jsonl
+FAILOVER=$OUT/failover.jsonl
 : >"$RESULTS"
+: >"$FAILOVER"
 PID=
 cleanup() {
     if [[ -n $PID ]]; then kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; fi
@@ -106,6 +116,19 @@ point() {
         --server-pid "$PID" --json "${floor_args[@]}" \
         2> >(tail -n 1 >&2) |
         jq -c --arg backend "$backend" --arg name "$name" '. + {backend: $backend, point: $name}' >>"$RESULTS"
+}
+
+# failover BACKEND [serve flags...]: `sluice bench failover` (its own 3-node
+# cluster and its own recovery node), one report, labelled, appended.
+failover() {
+    local backend=$1; shift
+    echo "== $backend: failover (kill -9, SIGTERM, WAL recovery)" >&2
+    local serve=()
+    for f in "$@"; do serve+=("--serve-arg=$f"); done
+    mkdir -p "$WORK/failover"
+    "$BIN" bench failover --rounds "$FAILOVER_ROUNDS" --recovery-mib "$RECOVERY_MIB" \
+        --data-dir "$WORK/failover" "${serve[@]}" --json 2> >(tail -n 3 >&2) |
+        jq -c --arg backend "$backend" '. + {backend: $backend}' >>"$FAILOVER"
 }
 
 SIZES=(100 1024 16384)
@@ -159,6 +182,7 @@ embedded() {
         "file://$NODE_DIR/data/floor" produce --mode http \
         --topic mem --partitions 8 --producers 32 --batch 100 --record-bytes 10000
     stop
+    failover embedded
 }
 
 # ---------------------------------------------------------------- S3 test server
@@ -198,6 +222,14 @@ s3() {
         --topic k --partitions 4 --producers 1 --batch 100 --linger-ms 5 --rate 2000 --acks all --record-bytes 1024
     stop
     FLOOR_FLAGS=()
+    # One table for every failover scenario; `{run}` keeps each scenario's
+    # cluster apart within it.
+    "$BIN" init --node-id init --metadata "dynamodb://sluice-$run-failover" \
+        --dynamodb-endpoint "$SLUICE_TEST_DYNAMODB_ENDPOINT" --object-store "s3://$bucket/$run-failover-init" \
+        --s3-endpoint "$SLUICE_TEST_S3_ENDPOINT" --s3-region "$region" >/dev/null
+    failover s3 "--object-store=s3://$bucket/{run}" "--metadata=dynamodb://sluice-$run-failover/{run}" \
+        "--s3-endpoint=$SLUICE_TEST_S3_ENDPOINT" "--s3-region=$region" \
+        "--dynamodb-endpoint=$SLUICE_TEST_DYNAMODB_ENDPOINT"
 }
 
 # ---------------------------------------------------------------- machine
@@ -234,7 +266,9 @@ echo "matrix took $((SECONDS - START)) s; reports in $RESULTS" >&2
 if [[ $DOCS == 1 ]]; then
     # The raw reports stay beside the doc, so it can be regenerated from them.
     cp "$RESULTS" docs/bench-matrix-results.jsonl
+    cp "$FAILOVER" docs/bench-matrix-failover.jsonl
     cp "$OUT/machine.json" docs/bench-matrix-machine.json
     python3 scripts/bench-report.py --results docs/bench-matrix-results.jsonl \
+        --failover docs/bench-matrix-failover.jsonl \
         --machine docs/bench-matrix-machine.json --doc docs/benchmarks.md --svg docs/bench-latency.svg
 fi

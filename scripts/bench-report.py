@@ -2,7 +2,7 @@
 """Writes the generated section of docs/benchmarks.md and its chart.
 
     scripts/bench-report.py --results results.jsonl --machine machine.json \\
-        [--doc docs/benchmarks.md] [--svg docs/bench-latency.svg]
+        [--failover failover.jsonl] [--doc docs/benchmarks.md] [--svg docs/bench-latency.svg]
 
 Reads the JSON reports `scripts/bench-matrix.sh` collected (one `sluice
 bench --json` report per line, with `backend` and `point` added) and the
@@ -33,6 +33,7 @@ def args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--results", required=True)
     p.add_argument("--machine", required=True)
+    p.add_argument("--failover", help="`sluice bench failover --json` reports, with `backend` added")
     p.add_argument("--doc", default="docs/benchmarks.md")
     p.add_argument("--svg", default="docs/bench-latency.svg")
     return p.parse_args()
@@ -106,7 +107,76 @@ def settings_line(r):
     return ", ".join(parts)
 
 
-def section(results, machine, svg_name):
+def spread(summary):
+    """`p50 / max` of a failover Summary, in seconds."""
+    if not summary or not summary.get("n"):
+        return "–"
+    return f"{summary['p50_ms'] / 1000:.2f} / {summary['max_ms'] / 1000:.2f}"
+
+
+def failover_section(reports):
+    lines = [
+        "### Failover, hand-off and WAL recovery",
+        "",
+        "`sluice bench failover` in the same run: a 3-node cluster per scenario (heartbeat 1 s, "
+        "node timeout 4 s, lease timeout 2 s, shutdown drain 0 s), a topic of 6 partitions, "
+        "100 background appends/s through every live node; each round stops the owner of a "
+        "partition (`kill -9`, or SIGTERM for a clean hand-off) and times, in seconds, the event "
+        "to the first append acknowledged by the new owner (p50 / max over the rounds).",
+        "",
+        "| backend | event | rounds | → first append on the target partition | → every partition of the stopped node | longest gap in appends | partitions given up |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in reports:
+        b = BACKENDS.get(r["backend"], r["backend"])
+        for event, name in (("kill9", "`kill -9`"), ("sigterm", "SIGTERM (clean hand-off)")):
+            e = r.get(event)
+            if not e:
+                continue
+            lines.append(
+                f"| {b} | {name} | {len(e['rounds'])} | {spread(e['target_ms'])} | "
+                f"{spread(e['all_partitions_ms'])} | {spread(e['unavailable_ms'])} | {e['gave_up']} |"
+            )
+    lines.append("")
+    for r in reports:
+        b = BACKENDS.get(r["backend"], r["backend"])
+        load = r.get("load")
+        if load:
+            lines.append(
+                f"- {b}: background load {load['acked']:,} appends acknowledged, {load['read_back']:,} "
+                f"records read back, {load['lost']} lost, offsets "
+                f"{'dense' if load['offsets_dense'] else 'NOT dense'} "
+                f"({load['failed']:,} attempts failed while partitions moved)."
+            )
+    lines.append("")
+    rec = [r for r in reports if r.get("recovery")]
+    if rec:
+        lines += [
+            "WAL recovery: one node takes acknowledged appends with nothing flushed to data "
+            "objects, is killed with `kill -9` and restarted; its new incarnation takes over the "
+            "old WAL.",
+            "",
+            "| backend | acknowledged (unflushed) | WAL takeover | → first append | → last record readable | serving per GiB | lost | offsets dense |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        ]
+        for r in rec:
+            x = r["recovery"]
+            take = "–"
+            if x.get("takeover_ms") is not None:
+                take = f"{x['takeover_ms'] / 1000:.2f} s"
+                if x.get("takeover_segments") is not None:
+                    take += f" ({x['takeover_segments']:,} segments)"
+            lines.append(
+                f"| {BACKENDS.get(r['backend'], r['backend'])} | {x['bytes_acked'] / (1 << 20):,.0f} MiB, "
+                f"{x['records_acked']:,} records | {take} | {x['first_append_ms'] / 1000:.2f} s | "
+                f"{x['read_end_ms'] / 1000:.2f} s | {x['serving_sec_per_gib']:.1f} s | {x['lost']} | "
+                f"{'yes' if x['offsets_dense'] else 'NO'} |"
+            )
+        lines.append("")
+    return lines
+
+
+def section(results, machine, svg_name, failover=()):
     m = machine
     lines = [
         BEGIN,
@@ -146,6 +216,8 @@ def section(results, machine, svg_name):
         lines += [table(numbered), "", "Settings of each point:", ""]
         lines += [f"{i}. {settings_line(r)}" for i, r in numbered]
         lines.append("")
+    if failover:
+        lines += failover_section(failover)
     missing = [b for b in BACKENDS if not any(r["backend"] == b for r in results)]
     if "s3" in missing:
         lines += [
@@ -275,7 +347,8 @@ def main():
     with open(a.machine) as f:
         machine = json.load(f)
     svg_rel = os.path.relpath(a.svg, os.path.dirname(os.path.abspath(a.doc)))
-    generated = section(results, machine, svg_rel)
+    failover = load(a.failover) if a.failover else []
+    generated = section(results, machine, svg_rel, failover)
     write_doc(a.doc, generated)
     chart(results, a.svg)
     print(f"wrote {a.doc} and {a.svg}", file=sys.stderr)

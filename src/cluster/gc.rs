@@ -51,6 +51,33 @@ pub struct GcReport {
     pub markers_kept: usize,
 }
 
+/// The collector's loop, beside the holder's tick and never inside it (a
+/// run against a slow store can take many seconds, and failover must not
+/// wait for it). Acts only while this node holds the lease; losing the lease
+/// forgets the grace clocks, so a later term starts them afresh.
+pub async fn run(node: std::sync::Arc<Node>) {
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut state = GcState::default();
+    loop {
+        tick.tick().await;
+        if node.phase() == crate::node::Phase::Fenced {
+            return;
+        }
+        let holds = {
+            let view = node.meta.view();
+            view.holds_lease(&node.id, node.epoch) && view.is_live(&node.id, node.epoch)
+        };
+        if !holds {
+            state = GcState::default();
+            continue;
+        }
+        if let Err(e) = maybe_run(&node, &mut state).await {
+            tracing::warn!(error = %e, "garbage collection failed; will retry");
+        }
+    }
+}
+
 /// Run when `--gc-interval-sec` has passed since the last run (0 disables).
 pub async fn maybe_run(node: &Node, state: &mut GcState) -> anyhow::Result<()> {
     let interval = node.config.gc_interval;
@@ -99,10 +126,17 @@ pub async fn run_once(node: &Node, state: &mut GcState) -> anyhow::Result<GcRepo
         let unreferenced = unreferenced_data(&view, &listed);
         due_for_deletion(state, unreferenced, Instant::now(), node.config.gc_grace)
     };
-    for key in doomed.into_iter().take(budget) {
+    let deleted = concurrently(doomed.into_iter().take(budget), |key| async move {
         node.backends.data.delete(&key).await?;
+        Ok(Some(key))
+    })
+    .await;
+    for key in deleted.done {
         state.unreferenced_since.remove(&key);
         report.data_deleted += 1;
+    }
+    if let Some(e) = deleted.error {
+        return Err(e);
     }
     budget -= report.data_deleted;
     crate::telemetry::count_n(
@@ -112,27 +146,72 @@ pub async fn run_once(node: &Node, state: &mut GcState) -> anyhow::Result<GcRepo
     );
 
     let listed = node.backends.wal.list("wal/").await?;
-    let collectable = collectable_wal(&node.meta.view(), &listed);
-    for (_, objects) in collectable {
-        for o in objects {
-            if budget == 0 {
-                break;
-            }
-            if o.size <= FENCE_MARKER_MAX_BYTES && !is_plain_segment(node, &o.key).await? {
-                report.markers_kept += 1;
-                continue;
-            }
-            node.backends.wal.delete(&o.key).await?;
-            report.wal_deleted += 1;
-            budget -= 1;
+    let candidates: Vec<ObjectMeta> = collectable_wal(&node.meta.view(), &listed)
+        .into_values()
+        .flatten()
+        .take(budget)
+        .collect();
+    let outcome = concurrently(candidates, |o| async move {
+        if o.size <= FENCE_MARKER_MAX_BYTES && !is_plain_segment(node, &o.key).await? {
+            return Ok(None); // a fence marker: kept
         }
-    }
+        node.backends.wal.delete(&o.key).await?;
+        Ok(Some(()))
+    })
+    .await;
+    report.wal_deleted = outcome.done.len();
+    report.markers_kept = outcome.skipped;
     crate::telemetry::count_n(
         "gc_deleted_objects_total",
         &[("kind", "wal")],
         report.wal_deleted as u64,
     );
-    Ok(report)
+    match outcome.error {
+        Some(e) => Err(e),
+        None => Ok(report),
+    }
+}
+
+/// Requests one pass keeps in flight: a backlog of small deletes against a
+/// store ~50 ms away must not take minutes.
+const CONCURRENT_REQUESTS: usize = 16;
+
+/// What [`concurrently`] got done: the results of the jobs that did
+/// something, how many chose to do nothing, and the first error (after it
+/// no job starts, and those in flight are dropped: a delete cut short is
+/// simply retried by a later pass).
+struct Concurrent<T> {
+    done: Vec<T>,
+    skipped: usize,
+    error: Option<anyhow::Error>,
+}
+
+async fn concurrently<I, T, F, Fut>(items: I, job: F) -> Concurrent<T>
+where
+    I: IntoIterator,
+    F: Fn(I::Item) -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<Option<T>>>,
+{
+    use futures::StreamExt;
+    let mut results = futures::stream::iter(items)
+        .map(job)
+        .buffer_unordered(CONCURRENT_REQUESTS);
+    let mut out = Concurrent {
+        done: Vec::new(),
+        skipped: 0,
+        error: None,
+    };
+    while let Some(r) = results.next().await {
+        match r {
+            Ok(Some(t)) => out.done.push(t),
+            Ok(None) => out.skipped += 1,
+            Err(e) => {
+                out.error = Some(e);
+                break;
+            }
+        }
+    }
+    out
 }
 
 /// Whether a small WAL object is a segment (deletable). A fence marker, an

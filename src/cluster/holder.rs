@@ -1,9 +1,11 @@
 //! The lease and the holder's tick (once a second): liveness and fencing,
 //! WAL takeover, placement, snapshots. Every node runs this loop; only the
 //! one holding the lease acts, and even two overlapping holders cannot break
-//! an invariant: `apply` rejects what no longer matches.
+//! an invariant: `apply` rejects what no longer matches. Garbage collection
+//! runs beside it in a task of its own (`gc::run`): deleting thousands of
+//! objects must never delay fencing a silent node.
 
-use super::{failover, gc, placement};
+use super::{failover, placement};
 use crate::ids::{HeartbeatCount, LogIndex, StreamEpoch, StreamId};
 use crate::meta::{Command, Outcome, StreamState};
 use crate::node::{Node, Phase};
@@ -21,7 +23,6 @@ struct HolderState {
     /// Per running transfer, our own heartbeat count when we first saw it:
     /// a transfer's age is measured in our heartbeats, never wall time.
     transfers_seen: HashMap<(StreamId, StreamEpoch), HeartbeatCount>,
-    gc: gc::GcState,
 }
 
 pub async fn run(node: Arc<Node>) {
@@ -124,9 +125,6 @@ async fn tick_once(node: &Node, state: &mut HolderState) -> anyhow::Result<()> {
         let started = outcomes.iter().filter(|o| o.is_applied()).count();
         crate::telemetry::count_n("transfers_started_total", &[], started as u64);
         tracing::info!(started, "rebalancing transfers");
-    }
-    if let Err(e) = gc::maybe_run(node, &mut state.gc).await {
-        tracing::warn!(error = %e, "garbage collection failed; will retry");
     }
     let applied = node.meta.applied();
     if applied.0 >= state.last_snapshot.0 + SNAPSHOT_EVERY {

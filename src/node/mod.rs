@@ -176,6 +176,7 @@ impl Node {
             tokio::spawn(heartbeat_loop(node.clone()).instrument(span.clone())),
             tokio::spawn(reconcile_loop(node.clone()).instrument(span.clone())),
             tokio::spawn(crate::cluster::holder::run(node.clone()).instrument(span.clone())),
+            tokio::spawn(crate::cluster::gc::run(node.clone()).instrument(span.clone())),
             tokio::spawn(flusher::run(node.clone()).instrument(span.clone())),
             tokio::spawn(watch_wal_fence(node.clone()).instrument(span)),
         ];
