@@ -112,23 +112,6 @@ else:
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-async fn native_values(client: &reqwest::Client, url: &str, topic: &str) -> Vec<String> {
-    let v: Value = client
-        .get(format!("{url}/v1/topics/{topic}/partitions/0/records?offset=0"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    v["records"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["value"].as_str().unwrap().to_string())
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn records_cross_between_durable_streams_kafka_and_the_native_api() {
     if !clients_installed() {
@@ -149,7 +132,7 @@ async fn records_cross_between_durable_streams_kafka_and_the_native_api() {
     let kafka_in = tokio::task::block_in_place(|| kafka(&node.kafka_addr, topic, &[]));
     assert_eq!(kafka_in, expected, "read by a Kafka consumer");
     assert_eq!(
-        native_values(&client, &node.url, topic).await,
+        support::http::values(&client, &node.url, topic).await,
         expected,
         "read over the native API"
     );

@@ -8,7 +8,6 @@
 mod support;
 
 use reqwest::{Client, StatusCode};
-use serde_json::Value;
 use support::process::{free_port, Server};
 
 async fn put(c: &Client, url: &str, headers: &[(&str, &str)], body: &'static str) -> reqwest::Response {
@@ -38,23 +37,6 @@ async fn read(c: &Client, url: &str) -> (StatusCode, String) {
 
 async fn head(c: &Client, url: &str) -> StatusCode {
     c.head(url).send().await.unwrap().status()
-}
-
-async fn native_values(c: &Client, base: &str, topic: &str) -> Vec<String> {
-    let v: Value = c
-        .get(format!("{base}/v1/topics/{topic}/partitions/0/records?offset=0"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    v["records"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["value"].as_str().unwrap().to_string())
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -87,7 +69,10 @@ async fn a_fork_reads_its_source_prefix_and_survives_a_crash() {
     assert_eq!(read(&c, &fork).await, (StatusCode::OK, "abcdeXY".to_string()));
     assert_eq!(read(&c, &src).await, (StatusCode::OK, "abcdefghi".to_string()));
     // Its topic holds only what was appended to it.
-    assert_eq!(native_values(&c, &node.url, "ds.forks_2Ffork").await, vec!["XY"]);
+    assert_eq!(
+        support::http::values(&c, &node.url, "ds.forks_2Ffork").await,
+        vec!["XY"]
+    );
 
     // Deleting the source only marks it while the fork reads it.
     let r = c.delete(&src).send().await.unwrap();

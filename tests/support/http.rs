@@ -57,3 +57,12 @@ pub async fn read_all(client: &reqwest::Client, url: &str, topic: &str, p: u64) 
         offset = r["next_offset"].as_u64().unwrap();
     }
 }
+
+/// The values of partition 0 of `topic`, in offset order.
+pub async fn values(client: &reqwest::Client, url: &str, topic: &str) -> Vec<String> {
+    read_all(client, url, topic, 0)
+        .await
+        .into_iter()
+        .map(|(_, v)| v)
+        .collect()
+}

@@ -333,16 +333,8 @@ pub(crate) async fn tail(st: &DsState, segs: &[Segment]) -> Result<Offset, DsErr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use axum::http::HeaderValue;
+    use crate::http::durable::headers::tests::map;
     use std::collections::BTreeMap;
-
-    fn map(pairs: &[(&'static str, &str)]) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        for (k, v) in pairs {
-            h.insert(*k, HeaderValue::from_str(v).unwrap());
-        }
-        h
-    }
 
     const ZERO: &str = "0000000000000000_0000000000000000";
 

@@ -116,11 +116,12 @@ pub fn producer(h: &HeaderMap) -> Result<Option<Producer>, String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use axum::http::HeaderValue;
 
-    fn map(pairs: &[(&'static str, &str)]) -> HeaderMap {
+    /// A header map of `(name, value)` pairs, for tests.
+    pub(crate) fn map(pairs: &[(&'static str, &str)]) -> HeaderMap {
         let mut h = HeaderMap::new();
         for (k, v) in pairs {
             h.insert(*k, HeaderValue::from_str(v).unwrap());
