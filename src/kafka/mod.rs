@@ -559,6 +559,11 @@ async fn metadata(engine: &dyn Engine, opts: Options, version: i16, req: Metadat
         .as_deref()
         .map(broker_id)
         .unwrap_or_else(|| broker_id(&engine.ready().node_id));
+    // Read-your-writes across nodes: a client that just created, grew or
+    // deleted a topic through another node (admin requests go to the
+    // controller) asks any broker next. Catch up with the metadata log
+    // first; if that fails, answer from the view we have.
+    let _ = engine.sync_metadata().await;
     let (names, named) = match req.topics {
         Some(t) => (t, true),
         None => (engine.list_topics().into_iter().map(|t| t.name).collect(), false),
