@@ -126,6 +126,15 @@ impl ApiError {
         Self::new(ErrorCode::Unavailable, message)
     }
 
+    /// `not_found` seen in a view that could not catch up with the metadata
+    /// log: the thing may exist, so the answer is "retry" (503), not 404.
+    pub fn unconfirmed(not_found: &ApiError) -> Self {
+        Self::unavailable(format!(
+            "{}; this node could not catch up with the metadata log to be sure, retry",
+            not_found.message
+        ))
+    }
+
     pub fn invalid(message: impl Into<String>) -> Self {
         Self::new(ErrorCode::InvalidRequest, message)
     }
@@ -459,6 +468,15 @@ impl ErrorCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unconfirmed_absence_is_a_retryable_503_that_keeps_the_reason() {
+        let missing = ApiError::new(ErrorCode::TopicNotFound, "topic \"t\" does not exist");
+        let e = ApiError::unconfirmed(&missing);
+        assert_eq!(e.code, ErrorCode::Unavailable);
+        assert!(e.message.starts_with("topic \"t\" does not exist; "), "{}", e.message);
+        assert!(e.message.ends_with("retry"), "{}", e.message);
+    }
 
     #[test]
     fn every_code_round_trips_through_its_wire_name() {

@@ -92,10 +92,7 @@ impl Node {
             Err(e) if missing(&e) => {
                 let caught_up = self.meta.sync(std::time::Duration::from_millis(500)).await;
                 match lookup() {
-                    Err(e) if !caught_up && missing(&e) => Err(ApiError::unavailable(format!(
-                        "{}; this node could not catch up with the metadata log to be sure, retry",
-                        e.message
-                    ))),
+                    Err(e) if !caught_up && missing(&e) => Err(ApiError::unconfirmed(&e)),
                     r => r,
                 }
             }

@@ -56,13 +56,7 @@ pub async fn lookup(st: &DsState, path: &str) -> Result<Lookup, DsError> {
             match st.engine.describe_topic(&topic) {
                 Ok(d) => d,
                 Err(e) if e.code == ErrorCode::TopicNotFound && caught_up => return Ok(Lookup::Missing),
-                Err(e) if e.code == ErrorCode::TopicNotFound => {
-                    return Err(ApiError::unavailable(format!(
-                        "{}; this node could not catch up with the metadata log to be sure, retry",
-                        e.message
-                    ))
-                    .into())
-                }
+                Err(e) if e.code == ErrorCode::TopicNotFound => return Err(ApiError::unconfirmed(&e).into()),
                 Err(e) => return Err(e.into()),
             }
         }
