@@ -745,7 +745,14 @@ impl Engine for Node {
     }
 
     async fn sync_metadata(&self) -> bool {
-        self.meta.sync(std::time::Duration::from_secs(2)).await
+        // One log read normally takes milliseconds; during a metadata outage
+        // every caller would wait out the bound, so skip the wait once the
+        // store is known to be unreachable.
+        const WAIT: std::time::Duration = std::time::Duration::from_millis(500);
+        if !self.meta.reachable() {
+            return false;
+        }
+        self.meta.sync(WAIT).await
     }
 
     async fn catch_up_to(&self, index: u64) -> bool {

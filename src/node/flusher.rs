@@ -1,6 +1,6 @@
 //! Moves durable tails into data objects: one object holds chunks of many
 //! streams, then `CommitObjects` indexes them and only then do the tails and
-//! the WAL segments that held them go.
+//! (in `truncate_loop`) the WAL segments that held them go.
 
 use super::{keys, Node, Phase};
 use crate::ids::Offset;
@@ -131,7 +131,6 @@ pub async fn flush_now(node: &Node, streams: &[Arc<OpenStream>]) {
             }
         }
     }
-    truncate_wal(node).await;
 }
 
 async fn put_object(node: &Node, key: &str, body: bytes::Bytes) -> Result<(), crate::store::StoreError> {
@@ -157,6 +156,24 @@ fn settle_rejected(node: &Node, taken: &[(Arc<OpenStream>, Flushable)]) {
             s.finish_flush(f.end);
         } else {
             s.abort_flush();
+        }
+    }
+}
+
+/// Deletes the WAL segments that flushes made redundant. Its own task, so a
+/// flush (and a stream being closed or handed over, which waits for one)
+/// never waits for deletes: on S3 a backlog of small segments took seconds.
+pub async fn truncate_loop(node: Arc<Node>) {
+    let mut tick = tokio::time::interval(Duration::from_millis(250));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if node.phase() == Phase::Fenced {
+            return;
+        }
+        // The last segment is never deleted; with one left there is nothing to do.
+        if node.wal.retained_segments() > 1 {
+            truncate_wal(&node).await;
         }
     }
 }

@@ -178,6 +178,7 @@ impl Node {
             tokio::spawn(crate::cluster::holder::run(node.clone()).instrument(span.clone())),
             tokio::spawn(crate::cluster::gc::run(node.clone()).instrument(span.clone())),
             tokio::spawn(flusher::run(node.clone()).instrument(span.clone())),
+            tokio::spawn(flusher::truncate_loop(node.clone()).instrument(span.clone())),
             tokio::spawn(watch_wal_fence(node.clone()).instrument(span)),
         ];
         node.tasks.lock().unwrap().extend(loops);
@@ -336,13 +337,15 @@ impl Node {
     /// close the stream or complete its transfer.
     async fn release_stream(&self, stream: &Arc<OpenStream>, timeout: Duration, how: Release) -> Result<(), String> {
         stream.stop_accepting();
-        let deadline = tokio::time::Instant::now() + timeout;
+        let started = tokio::time::Instant::now();
+        let deadline = started + timeout;
         while !stream.quiescent() {
             if tokio::time::Instant::now() >= deadline {
                 return Err(format!("stream {} still has appends in flight", stream.id));
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
+        tracing::debug!(stream = %stream.id, took = ?started.elapsed(), "release: appends quiescent");
         while stream.committed_end() < stream.high_watermark() {
             if tokio::time::Instant::now() >= deadline {
                 return Err(format!("stream {} could not be flushed in time", stream.id));
@@ -352,6 +355,7 @@ impl Node {
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
         }
+        tracing::debug!(stream = %stream.id, took = ?started.elapsed(), "release: flushed");
         let (stream_id, stream_epoch, end) = (stream.id, stream.epoch, stream.committed_end());
         let command = match how {
             Release::Close => Command::CloseStream {
@@ -406,9 +410,14 @@ impl Node {
         self.end_live_reads();
         let _ = tokio::time::timeout(self.config.shutdown_timeout, stop_listeners).await;
         tracing::info!("clean shutdown: closing streams");
-        for s in self.open_streams() {
-            if let Err(e) = self.close_stream(&s, self.config.shutdown_timeout).await {
-                tracing::warn!(error = %e, "stream not closed cleanly; failover will recover it from the WAL");
+        // All at once: each close waits for a flush and a commit.
+        let streams = self.open_streams();
+        let closes = streams
+            .iter()
+            .map(|s| self.close_stream(s, self.config.shutdown_timeout));
+        for (s, result) in streams.iter().zip(futures::future::join_all(closes).await) {
+            if let Err(e) = result {
+                tracing::warn!(stream = %s.id, error = %e, "stream not closed cleanly; failover will recover it from the WAL");
             }
         }
         let fence = Command::FenceSelf {

@@ -256,3 +256,34 @@ async fn concurrent_truncations_delete_each_segment_once_and_leave_no_straggler(
         "only the newest is kept"
     );
 }
+
+#[tokio::test]
+async fn truncation_deletes_many_segments_and_keeps_those_a_failed_delete_left() {
+    let faulty = Arc::new(FaultyStore::new(Arc::new(MemoryStore::new()), FaultConfig::default()));
+    let store: DynStore = faulty.clone();
+    let w = writer(
+        store.clone(),
+        WalConfig {
+            linger: Duration::ZERO,
+            segment_bytes: 1,
+            max_inflight: 1,
+        },
+    );
+    // More segments than one round of concurrent deletes.
+    for i in 0..40u64 {
+        w.append(entry(0, i, 1)).unwrap().await.unwrap().unwrap();
+    }
+    assert_eq!(w.retained_segments(), 40);
+    // Deletes fail: nothing is forgotten.
+    faulty.set_unavailable(true);
+    assert_eq!(w.truncate(|_, _| true).await, 0);
+    assert_eq!(w.retained_segments(), 40);
+    faulty.set_unavailable(false);
+    assert_eq!(segments(&store).await.len(), 40);
+    // Back: every committed segment but the newest goes, in rounds.
+    assert_eq!(w.truncate(|_, _| true).await, 39);
+    assert_eq!(w.retained_segments(), 1);
+    let left = segments(&store).await;
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0].seq, SegmentSeq(39));
+}
