@@ -103,9 +103,6 @@ struct Shared {
     truncating: tokio::sync::Mutex<()>,
 }
 
-/// Segment deletes one truncation keeps in flight.
-const DELETES_IN_FLIGHT: usize = 16;
-
 /// Handle on one incarnation's WAL. Cheap to clone.
 #[derive(Clone)]
 pub struct WalWriter {
@@ -192,31 +189,27 @@ impl WalWriter {
                 .map(|(seq, _)| *seq)
                 .collect()
         };
-        // Deletes go out `DELETES_IN_FLIGHT` at a time: one after another,
-        // a backlog of small segments on S3 took seconds per hundred.
+        // Strictly from the front, one at a time: a takeover fences at the
+        // first missing segment above the lowest present one, so deletes
+        // that land out of order (or a failed one between two that landed)
+        // would leave a hole it takes for the WAL's end, and acknowledged
+        // segments above it would be lost.
         let mut deleted = 0;
-        for batch in doomed.chunks(DELETES_IN_FLIGHT) {
-            let results = futures::future::join_all(batch.iter().map(|seq| {
-                let key = segment_key(&self.shared.node, self.shared.epoch, *seq);
-                async move { self.shared.store.delete(&key).await }
-            }))
-            .await;
-            let gone: std::collections::HashSet<SegmentSeq> = batch
-                .iter()
-                .zip(&results)
-                .filter(|(_, r)| r.is_ok())
-                .map(|(seq, _)| *seq)
-                .collect();
-            self.shared
-                .state
-                .lock()
-                .unwrap()
-                .retained
-                .retain(|(seq, _)| !gone.contains(seq));
-            deleted += gone.len();
-            if gone.len() < batch.len() {
+        for seq in doomed {
+            let key = segment_key(&self.shared.node, self.shared.epoch, seq);
+            if self.shared.store.delete(&key).await.is_err() {
                 break;
             }
+            let mut s = self.shared.state.lock().unwrap();
+            debug_assert_eq!(
+                s.retained.front().map(|(q, _)| *q),
+                Some(seq),
+                "deletes follow the front"
+            );
+            if s.retained.front().is_some_and(|(q, _)| *q == seq) {
+                s.retained.pop_front();
+            }
+            deleted += 1;
         }
         telemetry::count_n("wal_segments_deleted_total", &[], deleted as u64);
         deleted

@@ -258,7 +258,7 @@ async fn concurrent_truncations_delete_each_segment_once_and_leave_no_straggler(
 }
 
 #[tokio::test]
-async fn truncation_deletes_many_segments_and_keeps_those_a_failed_delete_left() {
+async fn truncation_keeps_every_segment_a_failed_delete_left() {
     let faulty = Arc::new(FaultyStore::new(Arc::new(MemoryStore::new()), FaultConfig::default()));
     let store: DynStore = faulty.clone();
     let w = writer(
@@ -269,7 +269,6 @@ async fn truncation_deletes_many_segments_and_keeps_those_a_failed_delete_left()
             max_inflight: 1,
         },
     );
-    // More segments than one round of concurrent deletes.
     for i in 0..40u64 {
         w.append(entry(0, i, 1)).unwrap().await.unwrap().unwrap();
     }
@@ -280,7 +279,7 @@ async fn truncation_deletes_many_segments_and_keeps_those_a_failed_delete_left()
     assert_eq!(w.retained_segments(), 40);
     faulty.set_unavailable(false);
     assert_eq!(segments(&store).await.len(), 40);
-    // Back: every committed segment but the newest goes, in rounds.
+    // Back: every committed segment but the newest goes.
     assert_eq!(w.truncate(|_, _| true).await, 39);
     assert_eq!(w.retained_segments(), 1);
     let left = segments(&store).await;
