@@ -26,7 +26,9 @@
 #   on each backend, `sluice bench failover`: kill -9 and SIGTERM of a
 #   partition owner in a 3-node cluster (--failover-rounds, default 3, with
 #   100 background appends/s read back at the end) and WAL recovery of
-#   --recovery-mib (default 256) MiB left unflushed.
+#   --recovery-mib (default 256) MiB left unflushed;
+#   on the embedded default, scripts/bench-streams.sh: a hot stream's ack
+#   latency alone and with 10,000 open streams, and RSS per open stream.
 #
 # Every report goes to DIR/results.jsonl (default: a temp dir, printed);
 # unless --no-docs, it is copied to docs/bench-matrix-results.jsonl (with
@@ -64,6 +66,7 @@ OUT=${OUT:-$WORK/out}
 mkdir -p "$OUT"
 RESULTS=$OUT/results.jsonl
 FAILOVER=$OUT/failover.jsonl
+STREAMS_REPORT=$OUT/streams.json
 : >"$RESULTS"
 : >"$FAILOVER"
 PID=
@@ -186,6 +189,9 @@ embedded() {
         "file://$NODE_DIR/data/floor" produce --mode http \
         --topic mem --partitions 8 --producers 32 --batch 100 --record-bytes 10000
     stop
+    echo "== embedded: 10,000 open streams against a hot stream" >&2
+    sync
+    BIN=$BIN scripts/bench-streams.sh --json >"$STREAMS_REPORT"
     failover embedded
 }
 
@@ -271,8 +277,10 @@ if [[ $DOCS == 1 ]]; then
     # The raw reports stay beside the doc, so it can be regenerated from them.
     cp "$RESULTS" docs/bench-matrix-results.jsonl
     cp "$FAILOVER" docs/bench-matrix-failover.jsonl
+    cp "$STREAMS_REPORT" docs/bench-matrix-streams.json
     cp "$OUT/machine.json" docs/bench-matrix-machine.json
     python3 scripts/bench-report.py --results docs/bench-matrix-results.jsonl \
         --failover docs/bench-matrix-failover.jsonl \
+        --streams docs/bench-matrix-streams.json \
         --machine docs/bench-matrix-machine.json --doc docs/benchmarks.md --svg docs/bench-latency.svg
 fi

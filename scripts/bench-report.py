@@ -2,7 +2,8 @@
 """Writes the generated section of docs/benchmarks.md and its chart.
 
     scripts/bench-report.py --results results.jsonl --machine machine.json \\
-        [--failover failover.jsonl] [--doc docs/benchmarks.md] [--svg docs/bench-latency.svg]
+        [--failover failover.jsonl] [--streams streams.json] [--doc docs/benchmarks.md] \\
+        [--svg docs/bench-latency.svg]
 
 Reads the JSON reports `scripts/bench-matrix.sh` collected (one `sluice
 bench --json` report per line, with `backend` and `point` added) and the
@@ -34,6 +35,7 @@ def args():
     p.add_argument("--results", required=True)
     p.add_argument("--machine", required=True)
     p.add_argument("--failover", help="`sluice bench failover --json` reports, with `backend` added")
+    p.add_argument("--streams", help="`scripts/bench-streams.sh --json` report")
     p.add_argument("--doc", default="docs/benchmarks.md")
     p.add_argument("--svg", default="docs/bench-latency.svg")
     return p.parse_args()
@@ -176,7 +178,27 @@ def failover_section(reports):
     return lines
 
 
-def section(results, machine, svg_name, failover=()):
+def streams_section(r):
+    h = r["hot"]
+    lines = [
+        "### Many open streams on one node",
+        "",
+        f"`scripts/bench-streams.sh` in the same run, on the embedded default: a hot stream "
+        f"(one HTTP producer, {h['record_bytes']} B records, {h['rate']}/s for {h['duration_sec']} s) "
+        f"alone, then again with a topic of {r['streams']:,} partitions open and idle.",
+        "",
+        "| streams open | opened in | RSS before → with them (per stream) | idle CPU with them | hot stream alone, ms p50 / p90 / p99 / p99.9 / max | with them | change p50 / p99 |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+        f"| {r['opened']:,} of {r['streams']:,} | {r['open_sec']} s | "
+        f"{r['rss_before_kib'] / 1024:.0f} → {r['rss_open_kib'] / 1024:.0f} MiB ({r['rss_per_stream_kib']:.2f} KiB) | "
+        f"{r['idle_cpu_pct']} % of a core | {pcts(h['alone_ms'])} | {pcts(h['with_streams_ms'])} | "
+        f"{r['degradation_pct']['p50']:+.1f} % / {r['degradation_pct']['p99']:+.1f} % |",
+        "",
+    ]
+    return lines
+
+
+def section(results, machine, svg_name, failover=(), streams=None):
     m = machine
     lines = [
         BEGIN,
@@ -216,6 +238,8 @@ def section(results, machine, svg_name, failover=()):
         lines += [table(numbered), "", "Settings of each point:", ""]
         lines += [f"{i}. {settings_line(r)}" for i, r in numbered]
         lines.append("")
+    if streams:
+        lines += streams_section(streams)
     if failover:
         lines += failover_section(failover)
     missing = [b for b in BACKENDS if not any(r["backend"] == b for r in results)]
@@ -348,7 +372,11 @@ def main():
         machine = json.load(f)
     svg_rel = os.path.relpath(a.svg, os.path.dirname(os.path.abspath(a.doc)))
     failover = load(a.failover) if a.failover else []
-    generated = section(results, machine, svg_rel, failover)
+    streams = None
+    if a.streams:
+        with open(a.streams) as f:
+            streams = json.load(f)
+    generated = section(results, machine, svg_rel, failover, streams)
     write_doc(a.doc, generated)
     chart(results, a.svg)
     print(f"wrote {a.doc} and {a.svg}", file=sys.stderr)
