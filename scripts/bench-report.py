@@ -184,7 +184,7 @@ def streams_section(r):
         "### Many open streams on one node",
         "",
         f"`scripts/bench-streams.sh` in the same run, on the embedded default: a hot stream "
-        f"(one HTTP producer, {h['record_bytes']} B records, {h['rate']}/s for {h['duration_sec']} s) "
+        f"(one HTTP producer, {h['record_bytes']} B records, {h['rate']}/s for {h['duration_sec']:.0f} s) "
         f"alone, then again with a topic of {r['streams']:,} partitions open and idle.",
         "",
         "| streams open | opened in | RSS before → with them (per stream) | idle CPU with them | hot stream alone, ms p50 / p90 / p99 / p99.9 / max | with them | change p50 / p99 |",

@@ -142,13 +142,13 @@ resource "aws_lb_target_group" "node_http" {
   preserve_client_ip   = "false"
   deregistration_delay = 10
   health_check {
-    protocol            = "HTTP"
-    path                = "/ready"
-    port                = tostring(var.http_port)
-    matcher             = "200"
-    interval            = 10
-    healthy_threshold   = 2
-    unhealthy_threshold = 2
+    protocol            = local.ready_check.protocol
+    path                = local.ready_check.path
+    port                = local.ready_check.port
+    matcher             = local.ready_check.matcher
+    interval            = local.ready_check.interval
+    healthy_threshold   = local.ready_check.healthy_threshold
+    unhealthy_threshold = local.ready_check.unhealthy_threshold
   }
 }
 
@@ -162,13 +162,13 @@ resource "aws_lb_target_group" "node_kafka" {
   preserve_client_ip   = "false"
   deregistration_delay = 10
   health_check {
-    protocol            = "HTTP"
-    path                = "/ready"
-    port                = tostring(var.http_port)
-    matcher             = "200"
-    interval            = 10
-    healthy_threshold   = 2
-    unhealthy_threshold = 2
+    protocol            = local.ready_check.protocol
+    path                = local.ready_check.path
+    port                = local.ready_check.port
+    matcher             = local.ready_check.matcher
+    interval            = local.ready_check.interval
+    healthy_threshold   = local.ready_check.healthy_threshold
+    unhealthy_threshold = local.ready_check.unhealthy_threshold
   }
 }
 

@@ -183,20 +183,26 @@ async fn a_fence_marker_stops_the_writer_and_fails_pending_appends() {
     assert_eq!(segments(&store).await.len(), 1);
 }
 
-#[tokio::test]
-async fn truncation_deletes_committed_segments_but_keeps_the_newest() {
-    let store: DynStore = Arc::new(MemoryStore::new());
+/// A writer that has acknowledged `n` entries, each in a segment of its own.
+async fn one_segment_per_entry(store: DynStore, n: u64) -> WalWriter {
     let w = writer(
-        store.clone(),
+        store,
         WalConfig {
             linger: Duration::ZERO,
             segment_bytes: 1,
             max_inflight: 1,
         },
     );
-    for i in 0..5u64 {
+    for i in 0..n {
         w.append(entry(0, i, 1)).unwrap().await.unwrap().unwrap();
     }
+    w
+}
+
+#[tokio::test]
+async fn truncation_deletes_committed_segments_but_keeps_the_newest() {
+    let store: DynStore = Arc::new(MemoryStore::new());
+    let w = one_segment_per_entry(store.clone(), 5).await;
     assert_eq!(w.retained_segments(), 5);
     // Records below 3 are committed: segments 0..=2 may go.
     let deleted = w.truncate(|_, end| end <= Offset(3)).await;
@@ -261,17 +267,7 @@ async fn concurrent_truncations_delete_each_segment_once_and_leave_no_straggler(
 async fn truncation_keeps_every_segment_a_failed_delete_left() {
     let faulty = Arc::new(FaultyStore::new(Arc::new(MemoryStore::new()), FaultConfig::default()));
     let store: DynStore = faulty.clone();
-    let w = writer(
-        store.clone(),
-        WalConfig {
-            linger: Duration::ZERO,
-            segment_bytes: 1,
-            max_inflight: 1,
-        },
-    );
-    for i in 0..40u64 {
-        w.append(entry(0, i, 1)).unwrap().await.unwrap().unwrap();
-    }
+    let w = one_segment_per_entry(store.clone(), 40).await;
     assert_eq!(w.retained_segments(), 40);
     // Deletes fail: nothing is forgotten.
     faulty.set_unavailable(true);
