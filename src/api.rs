@@ -302,6 +302,12 @@ pub trait Engine: Send + Sync + 'static {
     async fn partitions_current(&self, topic: &str) -> ApiResult<u32> {
         self.partitions(topic)
     }
+    /// [`Engine::describe_topic`] with the same catch-up as
+    /// [`Engine::partitions_current`]: `topic_not_found` only from a view
+    /// that has caught up with the metadata log, 503 when it could not.
+    async fn describe_topic_current(&self, name: &str) -> ApiResult<TopicDescription> {
+        self.describe_topic(name)
+    }
     /// Append records to one partition atomically; returns once every record
     /// is durable.
     async fn append(&self, topic: &str, partition: u32, records: Vec<Record>) -> ApiResult<Appended>;

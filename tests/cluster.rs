@@ -236,8 +236,30 @@ async fn during_a_metadata_outage_appends_go_on_metadata_changes_fail_fast_and_n
     let err = a.create_topic("u", 1, Default::default()).await.unwrap_err();
     assert_eq!(err.code, ErrorCode::Unavailable);
     assert!(started.elapsed() < Duration::from_secs(1), "metadata changes fail fast");
+    // A view that cannot catch up proves no absence: 503, not 404, and at once.
+    let started = Instant::now();
+    let err = a.describe_topic_current("never-created").await.unwrap_err();
+    assert_eq!(err.code, ErrorCode::Unavailable, "{err:?}");
+    assert_eq!(
+        a.partitions_current("never-created").await.unwrap_err().code,
+        ErrorCode::Unavailable
+    );
+    assert!(
+        started.elapsed() < Duration::from_millis(500),
+        "lookups do not wait out the outage"
+    );
+    assert_eq!(
+        a.describe_topic_current("t").await.unwrap().partitions,
+        2,
+        "known topics are served"
+    );
     log_store.set_unavailable(false);
     tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        a.describe_topic_current("never-created").await.unwrap_err().code,
+        ErrorCode::TopicNotFound,
+        "caught up again: the absence is confirmed"
+    );
     let v = a.meta.view();
     assert!(v.nodes.values().all(|r| !r.fenced), "nobody was fenced by the outage");
     assert_eq!(a.phase(), Phase::Ready);

@@ -104,6 +104,10 @@ impl Engine for Scoped {
         self.need_sight(topic)?;
         self.inner.partitions_current(topic).await
     }
+    async fn describe_topic_current(&self, name: &str) -> ApiResult<TopicDescription> {
+        self.need_sight(name)?;
+        self.inner.describe_topic_current(name).await
+    }
     async fn append(&self, topic: &str, partition: u32, records: Vec<Record>) -> ApiResult<Appended> {
         self.need(Op::Write, topic)?;
         self.inner.append(topic, partition, records).await

@@ -90,7 +90,7 @@ impl Node {
         let missing = |e: &ApiError| matches!(e.code, ErrorCode::TopicNotFound | ErrorCode::PartitionNotFound);
         match lookup() {
             Err(e) if missing(&e) => {
-                let caught_up = self.meta.sync(std::time::Duration::from_millis(500)).await;
+                let caught_up = self.sync_metadata().await;
                 match lookup() {
                     Err(e) if !caught_up && missing(&e) => Err(ApiError::unconfirmed(&e)),
                     r => r,
@@ -480,6 +480,10 @@ impl Engine for Node {
 
     async fn partitions_current(&self, topic: &str) -> ApiResult<u32> {
         self.current(|| self.partitions(topic)).await
+    }
+
+    async fn describe_topic_current(&self, name: &str) -> ApiResult<TopicDescription> {
+        self.current(|| self.describe_topic(name)).await
     }
 
     fn partitions(&self, topic: &str) -> ApiResult<u32> {

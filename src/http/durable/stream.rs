@@ -6,7 +6,7 @@ use super::fork::{self, Segment};
 use super::reply::DsError;
 use super::time::now_ms;
 use super::{name, DsState};
-use crate::api::{ApiError, ErrorCode, ReadFrom, ReadRequest};
+use crate::api::{ErrorCode, ReadFrom, ReadRequest};
 use crate::ids::Offset;
 use crate::meta::durable::{DurableMeta, DurableUpdate};
 use crate::meta::ConfigUpdate;
@@ -47,19 +47,11 @@ pub fn topic(path: &str) -> Result<String, DsError> {
 /// The stream at `path` as this node's view has it (expired ones deleted).
 pub async fn lookup(st: &DsState, path: &str) -> Result<Lookup, DsError> {
     let topic = topic(path)?;
-    let desc = match st.engine.describe_topic(&topic) {
+    // Perhaps created through another node a moment ago: the engine
+    // catches up with the metadata log before it says the topic is missing.
+    let desc = match st.engine.describe_topic_current(&topic).await {
         Ok(d) => d,
-        Err(e) if e.code == ErrorCode::TopicNotFound => {
-            // Perhaps created through another node a moment ago: catch up
-            // with the metadata log before answering 404.
-            let caught_up = st.engine.sync_metadata().await;
-            match st.engine.describe_topic(&topic) {
-                Ok(d) => d,
-                Err(e) if e.code == ErrorCode::TopicNotFound && caught_up => return Ok(Lookup::Missing),
-                Err(e) if e.code == ErrorCode::TopicNotFound => return Err(ApiError::unconfirmed(&e).into()),
-                Err(e) => return Err(e.into()),
-            }
-        }
+        Err(e) if e.code == ErrorCode::TopicNotFound => return Ok(Lookup::Missing),
         Err(e) => return Err(e.into()),
     };
     let Some(meta) = desc.config.durable else {
