@@ -10,11 +10,10 @@ use sluice::ids::{NodeId, Offset, StreamId};
 use sluice::meta::StreamState;
 use sluice::node::{Backends, Node, Phase};
 use sluice::store::{FaultConfig, FaultyStore, MemoryStore};
-use sluice::stream::batch::Record;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::{config, eventually};
+use support::{all_placed, config, eventually, read_from, rec};
 
 /// A node serving HTTP on an ephemeral port it advertises.
 async fn spawn_node(id: &str, backends: Backends, extra: &[&str]) -> Arc<Node> {
@@ -26,24 +25,6 @@ async fn spawn_node(id: &str, backends: Backends, extra: &[&str]) -> Arc<Node> {
     let app = sluice::http::router(node.clone());
     tokio::spawn(async move { axum::serve(listener, app).await });
     node
-}
-
-fn rec(v: &str) -> Record {
-    Record {
-        timestamp_ms: 1,
-        key: None,
-        value: Some(Bytes::from(v.to_string())),
-        headers: vec![],
-    }
-}
-
-fn all(from: u64) -> ReadRequest {
-    ReadRequest {
-        from: ReadFrom::At(Offset(from)),
-        limit: 10_000,
-        max_bytes: usize::MAX,
-        wait: Duration::ZERO,
-    }
 }
 
 fn stream_id(node: &Node, topic: &str, p: u32) -> StreamId {
@@ -60,15 +41,7 @@ fn owner(node: &Node, s: StreamId) -> Option<String> {
 /// Every partition of `topic` is open in `node`'s view and served by its
 /// owner (an owner opens a stream shortly after the view places it there).
 async fn all_open(node: &Node, topic: &str) -> bool {
-    let placed = eventually(Duration::from_secs(20), || {
-        let v = node.meta.view();
-        let t = &v.topics[topic];
-        let open = v
-            .topic_streams(t)
-            .all(|(_, r)| matches!(r.state, StreamState::Open { .. }));
-        open
-    })
-    .await;
+    let placed = all_placed(node, topic).await;
     let partitions = node.meta.view().topics[topic].partitions;
     let deadline = Instant::now() + Duration::from_secs(20);
     for p in 0..partitions {
@@ -99,11 +72,11 @@ async fn requests_to_a_non_owner_are_forwarded_to_the_owner() {
     // Every partition, through both nodes: one of them is not the owner.
     for p in 0..4 {
         for (i, n) in [&a, &b].into_iter().enumerate() {
-            let got = n.append("t", p, vec![rec(&format!("p{p}-{i}"))]).await.unwrap();
+            let got = n.append("t", p, vec![rec(format!("p{p}-{i}"))]).await.unwrap();
             assert_eq!(got.base, Offset(i as u64));
         }
         for n in [&a, &b] {
-            let r = n.read("t", p, all(0)).await.unwrap();
+            let r = n.read("t", p, read_from(0)).await.unwrap();
             let values: Vec<_> = r.records.iter().map(|(_, r)| r.value.clone().unwrap()).collect();
             assert_eq!(
                 values,
@@ -143,7 +116,7 @@ async fn a_crashed_nodes_streams_are_recovered_and_placed_on_a_live_node() {
     let mut acked = BTreeMap::new();
     for i in 0..40u32 {
         let p = i % 4;
-        let got = a.append("t", p, vec![rec(&format!("v{i}"))]).await.unwrap();
+        let got = a.append("t", p, vec![rec(format!("v{i}"))]).await.unwrap();
         acked.insert((p, got.base.0), format!("v{i}"));
     }
     let victim = if a.meta.view().holds_lease(&NodeId::new("a"), a.epoch) {
@@ -168,7 +141,7 @@ async fn a_crashed_nodes_streams_are_recovered_and_placed_on_a_live_node() {
         crashed_at.elapsed()
     );
     for ((p, offset), value) in &acked {
-        let r = survivor.read("t", *p, all(*offset)).await.unwrap();
+        let r = survivor.read("t", *p, read_from(*offset)).await.unwrap();
         assert_eq!(
             r.records[0].1.value.as_deref(),
             Some(value.as_bytes()),
@@ -331,7 +304,7 @@ async fn a_transfer_moves_a_stream_without_losing_records() {
     assert!(all_open(&a, "t").await);
     let s = stream_id(&a, "t", 0);
     for i in 0..5 {
-        a.append("t", 0, vec![rec(&format!("v{i}"))]).await.unwrap();
+        a.append("t", 0, vec![rec(format!("v{i}"))]).await.unwrap();
     }
     let from = owner(&a, s).unwrap();
     let to = if from == "a" { "b" } else { "a" };
@@ -351,7 +324,7 @@ async fn a_transfer_moves_a_stream_without_losing_records() {
     );
     let got = b.append("t", 0, vec![rec("after")]).await.unwrap();
     assert_eq!(got.base, Offset(5));
-    let r = a.read("t", 0, all(0)).await.unwrap();
+    let r = a.read("t", 0, read_from(0)).await.unwrap();
     assert_eq!(r.records.len(), 6);
 }
 

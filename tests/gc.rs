@@ -4,18 +4,16 @@
 mod support;
 
 use bytes::Bytes;
-use sluice::api::{Engine, ErrorCode, ReadFrom, ReadRequest};
-use sluice::ids::Offset;
+use sluice::api::{Engine, ErrorCode};
 use sluice::meta::{ConfigUpdate, StreamState};
 use sluice::node::{Backends, Node};
 use sluice::store::PutOutcome;
-use sluice::stream::batch::Record;
 use sluice::wal::segment::{decode_wal_object, WalObject};
 use sluice::wal::writer::{incarnation_prefix, segment_key};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
-use support::{config, eventually};
+use support::{all_placed, config, eventually, read_from, rec, rec_at};
 
 /// Collection every second; unreferenced data objects go after 2 s.
 const GC: &[&str] = &["--gc-interval-sec", "1", "--gc-grace-sec", "2"];
@@ -24,36 +22,6 @@ async fn start(id: &str, backends: Backends, extra: &[&str]) -> Arc<Node> {
     let mut flags = GC.to_vec();
     flags.extend_from_slice(extra);
     Node::start_with(config(id, &flags), backends).await.unwrap()
-}
-
-fn rec(v: &str, timestamp_ms: i64) -> Record {
-    Record {
-        timestamp_ms,
-        key: None,
-        value: Some(Bytes::from(v.to_string())),
-        headers: vec![],
-    }
-}
-
-fn from(offset: u64) -> ReadRequest {
-    ReadRequest {
-        from: ReadFrom::At(Offset(offset)),
-        limit: 10_000,
-        max_bytes: usize::MAX,
-        wait: Duration::ZERO,
-    }
-}
-
-async fn all_open(node: &Node, topic: &str) -> bool {
-    eventually(Duration::from_secs(20), || {
-        let v = node.meta.view();
-        let t = &v.topics[topic];
-        let open = v
-            .topic_streams(t)
-            .all(|(_, r)| matches!(r.state, StreamState::Open { .. }));
-        open
-    })
-    .await
 }
 
 /// Appends to every partition through whichever node owns it now.
@@ -65,7 +33,7 @@ async fn append_all(nodes: &[&Arc<Node>], topic: &str, partitions: u32, n: u32) 
         let mut done = false;
         for _ in 0..200 {
             for node in nodes {
-                if let Ok(got) = node.append(topic, p, vec![rec(&value, 1)]).await {
+                if let Ok(got) = node.append(topic, p, vec![rec(&value)]).await {
                     acked.insert((p, got.base.0), value.clone());
                     done = true;
                     break;
@@ -88,7 +56,7 @@ async fn a_dead_incarnations_wal_shrinks_to_its_fence_marker_and_the_marker_stil
     let a = start("a", backends.clone(), &["--flush-interval-sec", "3600"]).await;
     let b = start("b", backends.clone(), &["--flush-interval-sec", "3600"]).await;
     a.create_topic("t", 4, Default::default()).await.unwrap();
-    assert!(all_open(&a, "t").await);
+    assert!(all_placed(&a, "t").await);
     let acked = append_all(&[&a, &b], "t", 4, 40).await;
     let (victim, survivor) = if a.meta.view().holds_lease(&a.id, a.epoch) {
         (b.clone(), a.clone())
@@ -132,7 +100,7 @@ async fn a_dead_incarnations_wal_shrinks_to_its_fence_marker_and_the_marker_stil
     );
     // Every acknowledged record is still there, served by the survivor.
     for ((p, offset), value) in &acked {
-        let r = survivor.read("t", *p, from(*offset)).await.unwrap();
+        let r = survivor.read("t", *p, read_from(*offset)).await.unwrap();
         assert_eq!(
             r.records[0].1.value.as_deref(),
             Some(value.as_bytes()),
@@ -146,7 +114,7 @@ async fn an_orphaned_data_object_goes_after_the_grace_and_indexed_ones_stay() {
     let backends = support::memory_backends();
     let a = start("a", backends.clone(), &["--flush-interval-sec", "1"]).await;
     a.create_topic("t", 2, Default::default()).await.unwrap();
-    assert!(all_open(&a, "t").await);
+    assert!(all_placed(&a, "t").await);
     let acked = append_all(&[&a], "t", 2, 20).await;
     // Flushed into indexed data objects.
     assert!(
@@ -187,7 +155,7 @@ async fn an_orphaned_data_object_goes_after_the_grace_and_indexed_ones_stay() {
         );
     }
     for ((p, offset), value) in &acked {
-        let r = a.read("t", *p, from(*offset)).await.unwrap();
+        let r = a.read("t", *p, read_from(*offset)).await.unwrap();
         assert_eq!(r.records[0].1.value.as_deref(), Some(value.as_bytes()));
     }
 }
@@ -197,10 +165,10 @@ async fn retention_trims_old_chunks_and_reads_below_the_start_are_out_of_range()
     let backends = support::memory_backends();
     let a = start("a", backends.clone(), &["--flush-interval-sec", "1"]).await;
     a.create_topic("t", 1, Default::default()).await.unwrap();
-    assert!(all_open(&a, "t").await);
+    assert!(all_placed(&a, "t").await);
     // Ten records from 2001: far past any retention.
     for i in 0..10 {
-        a.append("t", 0, vec![rec(&format!("old{i}"), 1_000_000_000_000)])
+        a.append("t", 0, vec![rec_at(format!("old{i}"), 1_000_000_000_000)])
             .await
             .unwrap();
     }
@@ -221,7 +189,7 @@ async fn retention_trims_old_chunks_and_reads_below_the_start_are_out_of_range()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_millis() as i64;
-    a.append("t", 0, vec![rec("new", now)]).await.unwrap();
+    a.append("t", 0, vec![rec_at("new", now)]).await.unwrap();
     assert!(
         eventually(Duration::from_secs(20), || a
             .meta
@@ -233,8 +201,8 @@ async fn retention_trims_old_chunks_and_reads_below_the_start_are_out_of_range()
         "start offset did not move to 10: {:?}",
         a.meta.view().streams.values().map(|r| r.start).collect::<Vec<_>>()
     );
-    let err = a.read("t", 0, from(0)).await.unwrap_err();
+    let err = a.read("t", 0, read_from(0)).await.unwrap_err();
     assert_eq!(err.code, ErrorCode::OffsetOutOfRange, "{err:?}");
-    let r = a.read("t", 0, from(10)).await.unwrap();
+    let r = a.read("t", 0, read_from(10)).await.unwrap();
     assert_eq!(r.records[0].1.value.as_deref(), Some(&b"new"[..]));
 }

@@ -7,19 +7,9 @@ use bytes::Bytes;
 use sluice::api::{Engine, ErrorCode, ReadFrom, ReadRequest};
 use sluice::ids::{NodeEpoch, Offset};
 use sluice::node::Node;
-use sluice::stream::batch::Record;
 use std::sync::Arc;
 use std::time::Duration;
-use support::{config, eventually, memory_backends};
-
-fn rec(v: String) -> Record {
-    Record {
-        timestamp_ms: 1,
-        key: None,
-        value: Some(Bytes::from(v)),
-        headers: vec![],
-    }
-}
+use support::{config, eventually, memory_backends, rec};
 
 async fn wait_placed(node: &Arc<Node>, topic: &str, partitions: u32) {
     let ok = eventually(Duration::from_secs(10), || {
@@ -48,11 +38,8 @@ async fn appends_are_read_back_at_their_offsets_before_and_after_a_flush() {
         .unwrap();
     node.create_topic("t", 2, Default::default()).await.unwrap();
     wait_placed(&node, "t", 2).await;
-    let a = node
-        .append("t", 0, vec![rec("a".into()), rec("b".into())])
-        .await
-        .unwrap();
-    let b = node.append("t", 0, vec![rec("c".into())]).await.unwrap();
+    let a = node.append("t", 0, vec![rec("a"), rec("b")]).await.unwrap();
+    let b = node.append("t", 0, vec![rec("c")]).await.unwrap();
     assert_eq!((a.base, b.base), (Offset(0), Offset(2)));
     let r = node.read("t", 0, read_all(Offset(1))).await.unwrap();
     assert_eq!(r.records.len(), 2);
@@ -73,7 +60,7 @@ async fn appends_are_read_back_at_their_offsets_before_and_after_a_flush() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_requests_get_precise_errors() {
     let node = Node::start_with(config("n1", &[]), memory_backends()).await.unwrap();
-    let err = node.append("nope", 0, vec![rec("x".into())]).await.unwrap_err();
+    let err = node.append("nope", 0, vec![rec("x")]).await.unwrap_err();
     assert_eq!(err.code, ErrorCode::TopicNotFound);
     node.create_topic("t", 1, Default::default()).await.unwrap();
     assert_eq!(
@@ -89,7 +76,7 @@ async fn bad_requests_get_precise_errors() {
         ErrorCode::InvalidPartitionCount
     );
     assert_eq!(
-        node.append("t", 1, vec![rec("x".into())]).await.unwrap_err().code,
+        node.append("t", 1, vec![rec("x")]).await.unwrap_err().code,
         ErrorCode::PartitionNotFound
     );
     wait_placed(&node, "t", 1).await;
@@ -115,7 +102,7 @@ async fn a_long_poll_returns_when_a_record_arrives() {
         (r.records.len(), started.elapsed())
     });
     tokio::time::sleep(Duration::from_millis(300)).await;
-    node.append("t", 0, vec![rec("x".into())]).await.unwrap();
+    node.append("t", 0, vec![rec("x")]).await.unwrap();
     let (n, waited) = poll.await.unwrap();
     assert_eq!(n, 1);
     assert!(waited < Duration::from_secs(5), "the poll waited {waited:?}");
@@ -146,6 +133,6 @@ async fn a_restarted_node_recovers_its_previous_incarnations_wal() {
         assert_eq!(r.records[0].1.value.as_deref(), Some(value.as_bytes()));
     }
     // And the stream goes on densely.
-    let next = second.append("t", 0, vec![rec("after".into())]).await.unwrap();
+    let next = second.append("t", 0, vec![rec("after")]).await.unwrap();
     assert_eq!(next.base, Offset(10));
 }

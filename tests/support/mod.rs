@@ -1,10 +1,16 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+use bytes::Bytes;
+use sluice::api::{ReadFrom, ReadRequest};
 use sluice::config::{Config, ServeArgs};
+use sluice::ids::Offset;
 use sluice::meta::memory_log::MemoryLog;
+use sluice::meta::StreamState;
 use sluice::node::Backends;
+use sluice::node::Node;
 use sluice::store::MemoryStore;
+use sluice::stream::batch::Record;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -37,6 +43,44 @@ pub fn memory_backends() -> Backends {
         wal: Arc::new(MemoryStore::new()),
         log: Arc::new(MemoryLog::new()),
     }
+}
+
+/// A record with `value`, no key and timestamp 1.
+pub fn rec(value: impl AsRef<[u8]>) -> Record {
+    rec_at(value, 1)
+}
+
+/// A record with `value`, no key, stamped `timestamp_ms`.
+pub fn rec_at(value: impl AsRef<[u8]>, timestamp_ms: i64) -> Record {
+    Record {
+        timestamp_ms,
+        key: None,
+        value: Some(Bytes::copy_from_slice(value.as_ref())),
+        headers: vec![],
+    }
+}
+
+/// A read of everything from `offset` on, without waiting.
+pub fn read_from(offset: u64) -> ReadRequest {
+    ReadRequest {
+        from: ReadFrom::At(Offset(offset)),
+        limit: 10_000,
+        max_bytes: usize::MAX,
+        wait: Duration::ZERO,
+    }
+}
+
+/// Whether every partition of `topic` becomes open in `node`'s view within 20 s.
+pub async fn all_placed(node: &Node, topic: &str) -> bool {
+    eventually(Duration::from_secs(20), || {
+        let v = node.meta.view();
+        let t = &v.topics[topic];
+        let open = v
+            .topic_streams(t)
+            .all(|(_, r)| matches!(r.state, StreamState::Open { .. }));
+        open
+    })
+    .await
 }
 
 /// Poll `f` until it is true or `timeout` passes.
