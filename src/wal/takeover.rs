@@ -1,9 +1,10 @@
 //! Taking over a dead incarnation's WAL (failover steps 1 and 2).
 //!
 //! 1. **Fence.** List `wal/<node>/<epoch>/`; let K be the first missing seq
-//!    after the lowest present one (the writer deletes only from the front
-//!    and always keeps its newest acknowledged segment, so the run is the
-//!    frontier). Create a fence marker at K. If K was taken meanwhile, list
+//!    after the lowest present one (the writer deletes only from the front,
+//!    always keeps its newest acknowledged segment, and PUTs nothing above
+//!    seq 0 until seq 0 landed, so no PUT in flight is below the lowest
+//!    present seq and the run is the frontier). Create a fence marker at K. If K was taken meanwhile, list
 //!    again. Once the marker is there, the segments below K are the only ones
 //!    that can hold acknowledged records: acks are released in seq order.
 //! 2. **Replay.** Decode those segments and rebuild, per stream, the records

@@ -4,10 +4,10 @@
 //! and PUT when it reaches `segment_bytes`, when `linger` has passed since its
 //! first append, or at once when no PUT is in flight — so a quiet node answers
 //! in one PUT's time and a busy one batches. Up to `max_inflight` PUTs run at
-//! once; acknowledgements are released strictly in seq order. Every PUT is a
-//! create-if-absent of `wal/<node>/<epoch>/<seq>`, retried with the same key
-//! and bytes until it lands or the writer learns it is fenced. A seq is never
-//! skipped.
+//! once (seq 0 alone: see [`cutter`]); acknowledgements are released strictly
+//! in seq order. Every PUT is a create-if-absent of
+//! `wal/<node>/<epoch>/<seq>`, retried with the same key and bytes until it
+//! lands or the writer learns it is fenced. A seq is never skipped.
 
 use super::segment::{decode_wal_object, encode_segment, entry_encoded_len, Segment, WalEntry, WalObject};
 use crate::ids::{NodeEpoch, NodeId, Offset, SegmentSeq, StreamId};
@@ -255,14 +255,22 @@ async fn cutter(shared: Arc<Shared>) {
                 Some(first) => {
                     let full = s.current.bytes >= shared.config.segment_bytes;
                     let idle = s.inflight == 0;
-                    let slot = s.inflight < shared.config.max_inflight;
+                    // Seq 0 goes alone. A takeover reads the WAL from its
+                    // lowest present segment; that is only the frontier if
+                    // nothing below it can still land. Later segments
+                    // guarantee this (the newest acknowledged one is always
+                    // kept, and every PUT in flight is above it), but before
+                    // seq 0 lands nothing is acknowledged, so a seq 1 that
+                    // overtook it would hide it.
+                    let first_unlanded = s.next_seq > SegmentSeq::ZERO && s.next_to_ack == SegmentSeq::ZERO;
+                    let slot = s.inflight < shared.config.max_inflight && !first_unlanded;
                     let lingered = first.elapsed() >= shared.config.linger;
                     if slot && (full || idle || lingered) {
                         Some(Instant::now())
                     } else if slot {
                         Some(first + shared.config.linger)
                     } else {
-                        None // wait for a PUT to finish
+                        None // wait for a PUT to finish (or seq 0 to land)
                     }
                 }
             }

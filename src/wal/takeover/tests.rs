@@ -215,3 +215,94 @@ async fn a_redone_takeover_uses_the_lowest_marker_even_with_segments_landed_abov
         "no second marker"
     );
 }
+
+/// Holds the first PUT of one key until released; everything else goes
+/// straight through (a slow first segment, overtaken by nothing else).
+#[derive(Debug)]
+struct HoldFirstPut {
+    inner: DynStore,
+    key: String,
+    held: std::sync::atomic::AtomicBool,
+    release: tokio::sync::Semaphore,
+}
+
+#[async_trait::async_trait]
+impl crate::store::ObjectStore for HoldFirstPut {
+    async fn put_if_absent(&self, key: &str, body: bytes::Bytes) -> crate::store::StoreResult<PutOutcome> {
+        if key == self.key && !self.held.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            let _permit = self.release.acquire().await.expect("never closed");
+        }
+        self.inner.put_if_absent(key, body).await
+    }
+    async fn get(
+        &self,
+        key: &str,
+        range: Option<std::ops::Range<u64>>,
+    ) -> crate::store::StoreResult<Option<bytes::Bytes>> {
+        self.inner.get(key, range).await
+    }
+    async fn list(&self, prefix: &str) -> crate::store::StoreResult<Vec<crate::store::ObjectMeta>> {
+        self.inner.list(prefix).await
+    }
+    async fn delete(&self, key: &str) -> crate::store::StoreResult<()> {
+        self.inner.delete(key).await
+    }
+}
+
+/// Simulation seed 6325: a new incarnation's seq 0 was slow, seqs 1 and 2
+/// overtook it, a takeover took seq 1 for the lowest segment and fenced at
+/// 3, then seq 0 landed and the writer acknowledged records no takeover
+/// read. Seq 0 now goes alone, so the takeover finds an empty WAL.
+#[tokio::test]
+async fn a_takeover_while_seq_zero_is_in_flight_loses_no_acknowledged_record() {
+    let inner: DynStore = Arc::new(MemoryStore::new());
+    let node = NodeId::new("n1");
+    let held = Arc::new(HoldFirstPut {
+        inner: inner.clone(),
+        key: crate::wal::writer::segment_key(&node, NodeEpoch(1), SegmentSeq::ZERO),
+        held: Default::default(),
+        release: tokio::sync::Semaphore::new(0),
+    });
+    let store: DynStore = held.clone();
+    let w = WalWriter::start(
+        store.clone(),
+        node.clone(),
+        NodeEpoch(1),
+        WalConfig {
+            linger: Duration::ZERO,
+            segment_bytes: 1,
+            max_inflight: 4,
+        },
+    );
+    let mut acks = Vec::new();
+    for i in 0..4 {
+        acks.push(w.append(entry(0, 1, i, 1)).unwrap());
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let listed: Vec<String> = inner
+        .list("wal/n1/1/")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|o| o.key)
+        .collect();
+    assert_eq!(listed, Vec::<String>::new(), "nothing overtakes seq 0");
+
+    let fenced = fence_and_read(&store, &node, NodeEpoch(1), &fencer()).await.unwrap();
+    held.release.add_permits(1);
+    let read: Vec<Offset> = fenced
+        .segments
+        .iter()
+        .flat_map(|s| s.entries.iter().map(|e| e.base_offset))
+        .collect();
+    for (i, ack) in acks.into_iter().enumerate() {
+        if ack.await.unwrap().is_ok() {
+            assert!(
+                read.contains(&Offset(i as u64)),
+                "record {i} acknowledged but not read by the takeover"
+            );
+        }
+    }
+    assert_eq!(fenced.fence_seq, SegmentSeq::ZERO);
+    assert!(w.is_fenced());
+}
