@@ -1102,6 +1102,10 @@ async fn admin_requests_to_a_node_without_the_lease_apply_everywhere() {
     wait_partitions(holder_node.as_ref(), "t", 2).await;
     wait_open(holder_node.as_ref(), "t").await;
     wait_open(engine, "t").await;
+    // The holder's placements can land before the config change in the
+    // log, so its view may not have applied the change yet: catch up first
+    // (as Kafka DescribeConfigs does).
+    assert!(holder_node.meta.sync(Duration::from_secs(5)).await);
     assert_eq!(holder_node.describe_topic("t").unwrap().config.retention_ms, Some(9));
     let body = delete_topics_body(&["t"]);
     let got = topic_results(admin_call(engine, DELETE_TOPICS, 3, &body).await, DELETE_TOPICS, 3);
