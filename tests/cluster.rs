@@ -166,6 +166,8 @@ async fn a_clean_shutdown_hands_streams_over_in_about_a_second() {
     for p in 0..4 {
         a.append("t", p, vec![rec("before")]).await.unwrap();
     }
+    let moving: Vec<_> = b.open_streams().iter().map(|s| (s.id, s.epoch)).collect();
+    assert!(!moving.is_empty(), "b owns some of the partitions");
     let started = Instant::now();
     b.shutdown(async {}).await;
     assert_eq!(b.phase(), Phase::Stopped);
@@ -174,6 +176,13 @@ async fn a_clean_shutdown_hands_streams_over_in_about_a_second() {
     assert!(eventually(Duration::from_secs(20), || a.open_streams().len() == 4).await);
     let handoff = started.elapsed();
     eprintln!("clean handoff took {handoff:?}");
+    // Each stream was placed once, straight on the live node: never back on
+    // the node shutting down (that costs a takeover and a tick).
+    let view = a.meta.view();
+    for (id, epoch) in moving {
+        assert_eq!(view.streams[&id].stream_epoch.0, epoch.0 + 1, "{id} placed once");
+    }
+    drop(view);
     for p in 0..4 {
         let got = a.append("t", p, vec![rec("after")]).await.unwrap();
         assert_eq!(got.base, Offset(1), "nothing lost, offsets continue");

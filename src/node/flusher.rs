@@ -181,13 +181,19 @@ pub async fn truncate_loop(node: Arc<Node>) {
 /// Delete WAL segments whose every entry is in data objects (or belongs to
 /// a deleted stream).
 pub async fn truncate_wal(node: &Node) {
-    let committed: std::collections::HashMap<_, _> = node
-        .meta
-        .view()
-        .streams
-        .iter()
-        .map(|(id, r)| (*id, (r.committed_end, r.state == StreamState::Deleted)))
-        .collect();
+    // Only the streams in retained segments matter (a handful under load),
+    // not every stream in the view.
+    let streams = node.wal.retained_streams();
+    let committed: std::collections::HashMap<_, _> = {
+        let view = node.meta.view();
+        streams
+            .into_iter()
+            .filter_map(|id| {
+                let r = view.streams.get(&id)?;
+                Some((id, (r.committed_end, r.state == StreamState::Deleted)))
+            })
+            .collect()
+    };
     node.wal
         .truncate(|stream, end| committed.get(&stream).is_none_or(|(c, deleted)| *deleted || *c >= end))
         .await;

@@ -327,15 +327,15 @@ impl Node {
         crate::telemetry::gauge("open_streams", &[], streams.len() as f64);
     }
 
-    /// Close one stream: stop appends, wait for in-flight WAL writes, flush
-    /// everything to data objects, and propose `CloseStream`.
-    pub async fn close_stream(&self, stream: &Arc<OpenStream>, timeout: Duration) -> Result<(), String> {
-        self.release_stream(stream, timeout, Release::Close).await
-    }
-
-    /// Stop appends, wait for in-flight WAL writes, flush the tail, then
-    /// close the stream or complete its transfer.
-    async fn release_stream(&self, stream: &Arc<OpenStream>, timeout: Duration, how: Release) -> Result<(), String> {
+    /// Stop appends, wait for in-flight WAL writes and flush the tail; then
+    /// the command that closes the stream or completes its transfer at its
+    /// committed end.
+    async fn settle_stream(
+        &self,
+        stream: &Arc<OpenStream>,
+        timeout: Duration,
+        how: Release,
+    ) -> Result<Command, String> {
         stream.stop_accepting();
         let started = tokio::time::Instant::now();
         let deadline = started + timeout;
@@ -357,7 +357,7 @@ impl Node {
         }
         tracing::debug!(stream = %stream.id, took = ?started.elapsed(), "release: flushed");
         let (stream_id, stream_epoch, end) = (stream.id, stream.epoch, stream.committed_end());
-        let command = match how {
+        Ok(match how {
             Release::Close => Command::CloseStream {
                 stream: stream_id,
                 stream_epoch,
@@ -368,7 +368,12 @@ impl Node {
                 stream_epoch,
                 end,
             },
-        };
+        })
+    }
+
+    /// [`Self::settle_stream`], then propose its command.
+    async fn release_stream(&self, stream: &Arc<OpenStream>, timeout: Duration, how: Release) -> Result<(), String> {
+        let command = self.settle_stream(stream, timeout, how).await?;
         match self.meta.propose(command).await {
             Ok(Outcome::Applied) => {
                 self.streams.write().unwrap().remove(&stream.id);
@@ -410,23 +415,54 @@ impl Node {
         self.end_live_reads();
         let _ = tokio::time::timeout(self.config.shutdown_timeout, stop_listeners).await;
         tracing::info!("clean shutdown: closing streams");
-        // All at once: each close waits for a flush and a commit.
+        // Steps 5 and 6. Every stream is flushed at once; then the closes
+        // and the self-fence go in one log entry, applied in that order. Were
+        // the closes applied first, the lease holder could place the closed
+        // streams right back on this node, the least loaded one, and they
+        // would wait a tick after the fence to move again.
         let streams = self.open_streams();
-        let closes = streams
+        let settles = streams
             .iter()
-            .map(|s| self.close_stream(s, self.config.shutdown_timeout));
-        for (s, result) in streams.iter().zip(futures::future::join_all(closes).await) {
-            if let Err(e) = result {
-                tracing::warn!(stream = %s.id, error = %e, "stream not closed cleanly; failover will recover it from the WAL");
+            .map(|s| self.settle_stream(s, self.config.shutdown_timeout, Release::Close));
+        let mut closing = Vec::new();
+        let mut commands = Vec::new();
+        for (s, settled) in streams.iter().zip(futures::future::join_all(settles).await) {
+            match settled {
+                Ok(close) => {
+                    closing.push(s.id);
+                    commands.push(close);
+                }
+                Err(e) => {
+                    tracing::warn!(stream = %s.id, error = %e, "stream not closed cleanly; failover will recover it from the WAL")
+                }
             }
         }
-        let fence = Command::FenceSelf {
+        commands.push(Command::FenceSelf {
             node: self.id.clone(),
             epoch: self.epoch,
-        };
-        match self.meta.propose(fence).await {
-            Ok(Outcome::Applied) => tracing::info!("clean shutdown: fenced ourselves; streams move on the next tick"),
-            other => tracing::warn!(?other, "could not fence ourselves; the node timeout will"),
+        });
+        match self.meta.propose_all(commands).await {
+            Ok(mut outcomes) => {
+                let fenced = outcomes.pop().expect("one outcome per command");
+                for (id, outcome) in closing.iter().zip(outcomes) {
+                    if outcome.is_applied() {
+                        self.streams.write().unwrap().remove(id);
+                    } else {
+                        tracing::warn!(stream = %id, ?outcome, "close refused; failover will recover it from the WAL");
+                    }
+                }
+                if fenced.is_applied() {
+                    tracing::info!(
+                        closed = closing.len(),
+                        "clean shutdown: closed our streams and fenced ourselves"
+                    );
+                } else {
+                    tracing::warn!(?fenced, "could not fence ourselves; the node timeout will");
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "could not close our streams or fence ourselves; the node timeout will")
+            }
         }
         self.wal.stop("node stopped");
         self.abort_tasks();

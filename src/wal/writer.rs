@@ -215,6 +215,13 @@ impl WalWriter {
         deleted
     }
 
+    /// Every stream with an entry in an acknowledged segment still in the
+    /// store.
+    pub fn retained_streams(&self) -> std::collections::BTreeSet<StreamId> {
+        let s = self.shared.state.lock().unwrap();
+        s.retained.iter().flat_map(|(_, ends)| ends.keys().copied()).collect()
+    }
+
     /// Acknowledged segments still in the store.
     pub fn retained_segments(&self) -> usize {
         self.shared.state.lock().unwrap().retained.len()

@@ -221,6 +221,28 @@ async fn truncation_deletes_committed_segments_but_keeps_the_newest() {
 }
 
 #[tokio::test]
+async fn retained_streams_are_those_of_the_segments_left() {
+    let store: DynStore = Arc::new(MemoryStore::new());
+    let w = writer(
+        store,
+        WalConfig {
+            linger: Duration::ZERO,
+            segment_bytes: 1,
+            max_inflight: 1,
+        },
+    );
+    assert!(w.retained_streams().is_empty());
+    for (stream, base) in [(0, 0), (1, 0), (2, 0)] {
+        w.append(entry(stream, base, 1)).unwrap().await.unwrap().unwrap();
+    }
+    let id = |p| StreamId::new(TopicId(1), p);
+    assert_eq!(w.retained_streams(), [id(0), id(1), id(2)].into_iter().collect());
+    // Streams 0 and 1 committed: their segments go, the newest (2) stays.
+    assert_eq!(w.truncate(|stream, _| stream != id(2)).await, 2);
+    assert_eq!(w.retained_streams(), [id(2)].into_iter().collect());
+}
+
+#[tokio::test]
 async fn concurrent_truncations_delete_each_segment_once_and_leave_no_straggler() {
     let inner: DynStore = Arc::new(MemoryStore::new());
     let slow = FaultyStore::new(
