@@ -178,11 +178,10 @@ async fn a_clean_shutdown_hands_streams_over_in_about_a_second() {
     eprintln!("clean handoff took {handoff:?}");
     // Each stream was placed once, straight on the live node: never back on
     // the node shutting down (that costs a takeover and a tick).
-    let view = a.meta.view();
     for (id, epoch) in moving {
-        assert_eq!(view.streams[&id].stream_epoch.0, epoch.0 + 1, "{id} placed once");
+        let now = a.meta.view().streams[&id].stream_epoch;
+        assert_eq!(now.0, epoch.0 + 1, "{id} placed once");
     }
-    drop(view);
     for p in 0..4 {
         let got = a.append("t", p, vec![rec("after")]).await.unwrap();
         assert_eq!(got.base, Offset(1), "nothing lost, offsets continue");
