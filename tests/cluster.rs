@@ -156,13 +156,22 @@ async fn a_crashed_nodes_streams_are_recovered_and_placed_on_a_live_node() {
         .any(|n| n.node_id == victim.id.to_string() && n.fenced));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_clean_shutdown_hands_streams_over_in_about_a_second() {
+/// Shut down `b` cleanly (the lease holder or not) with `a` left running:
+/// `a` gets every stream, each placed once (never back on `b`), and their
+/// offsets continue.
+async fn clean_shutdown_hands_over(stop_the_lease_holder: bool) {
     let backends = support::memory_backends();
-    let a = spawn_node("a", backends.clone(), &[]).await;
-    let b = spawn_node("b", backends.clone(), &[]).await;
-    a.create_topic("t", 4, Default::default()).await.unwrap();
-    assert!(all_open(&a, "t").await);
+    let first = spawn_node("a", backends.clone(), &[]).await;
+    let second = spawn_node("b", backends.clone(), &[]).await;
+    first.create_topic("t", 4, Default::default()).await.unwrap();
+    assert!(all_open(&first, "t").await);
+    let holder = first.meta.view().lease.as_ref().map(|l| l.holder.clone());
+    let b_holds = holder.as_ref() == Some(&second.id);
+    let (a, b) = if b_holds == stop_the_lease_holder {
+        (first, second)
+    } else {
+        (second, first)
+    };
     for p in 0..4 {
         a.append("t", p, vec![rec("before")]).await.unwrap();
     }
@@ -175,7 +184,11 @@ async fn a_clean_shutdown_hands_streams_over_in_about_a_second() {
     assert!(a.meta.view().nodes[&b.id].fenced, "the node fenced itself");
     assert!(eventually(Duration::from_secs(20), || a.open_streams().len() == 4).await);
     let handoff = started.elapsed();
-    eprintln!("clean handoff took {handoff:?}");
+    eprintln!("clean handoff (lease holder stopped: {stop_the_lease_holder}) took {handoff:?}");
+    assert!(
+        a.meta.view().holds_lease(&a.id, a.epoch),
+        "the survivor holds the lease"
+    );
     // Each stream was placed once, straight on the live node: never back on
     // the node shutting down (that costs a takeover and a tick).
     for (id, epoch) in moving {
@@ -186,6 +199,16 @@ async fn a_clean_shutdown_hands_streams_over_in_about_a_second() {
         let got = a.append("t", p, vec![rec("after")]).await.unwrap();
         assert_eq!(got.base, Offset(1), "nothing lost, offsets continue");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clean_shutdown_hands_streams_over_in_about_a_second() {
+    clean_shutdown_hands_over(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clean_shutdown_of_the_lease_holder_hands_over_the_lease_and_its_streams() {
+    clean_shutdown_hands_over(true).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -50,7 +50,14 @@ pub async fn run(node: Arc<Node>) {
             return;
         }
         if !ticked {
-            if place_early {
+            if lease_vacant(&node) {
+                // The holder fenced itself (a clean shutdown) or was fenced:
+                // take the lease and place its streams now, not a tick later.
+                place_early = true;
+                if let Err(e) = tick_once(&node, &mut state).await {
+                    tracing::warn!(error = %e, "holder tick failed");
+                }
+            } else if place_early {
                 place_early = place_new_streams(&node).await;
             }
             continue;
@@ -60,6 +67,13 @@ pub async fn run(node: Arc<Node>) {
             tracing::warn!(error = %e, "holder tick failed");
         }
     }
+}
+
+/// Whether the lease is held by no live node while this node is live: any
+/// live node may take it at once.
+fn lease_vacant(node: &Node) -> bool {
+    let view = node.meta.view();
+    !view.lease_holder_live() && view.is_live(&node.id, node.epoch)
 }
 
 /// Places closed streams (a topic just created) at once rather than at the
