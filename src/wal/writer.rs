@@ -36,6 +36,18 @@ impl Default for WalConfig {
     }
 }
 
+#[cfg(test)]
+impl WalConfig {
+    /// Every append cut into a segment of its own at once.
+    pub(crate) fn segment_per_append(max_inflight: usize) -> Self {
+        Self {
+            linger: Duration::ZERO,
+            segment_bytes: 1,
+            max_inflight,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WalError {
     /// Another node took this WAL over (or the node is stopping): nothing

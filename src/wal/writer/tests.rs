@@ -85,14 +85,7 @@ async fn acknowledgements_are_released_in_seq_order() {
             ..FaultConfig::default()
         },
     );
-    let w = writer(
-        Arc::new(jittery),
-        WalConfig {
-            linger: Duration::ZERO,
-            segment_bytes: 1,
-            max_inflight: 4,
-        },
-    );
+    let w = writer(Arc::new(jittery), WalConfig::segment_per_append(4));
     let order = Arc::new(Mutex::new(Vec::new()));
     let mut tasks = Vec::new();
     for i in 0..40u64 {
@@ -125,14 +118,7 @@ async fn failed_and_ambiguous_puts_are_retried_with_the_same_key_and_bytes() {
         ..FaultConfig::default()
     };
     let faulty = FaultyStore::new(inner.clone(), faults);
-    let w = writer(
-        Arc::new(faulty.clone()),
-        WalConfig {
-            linger: Duration::ZERO,
-            segment_bytes: 1,
-            max_inflight: 4,
-        },
-    );
+    let w = writer(Arc::new(faulty.clone()), WalConfig::segment_per_append(4));
     // Pairs of appends: one PUT per pair, many PUTs in all.
     for i in 0..30u64 {
         let a = w.append(entry(0, 2 * i, 1)).unwrap();
@@ -185,14 +171,7 @@ async fn a_fence_marker_stops_the_writer_and_fails_pending_appends() {
 
 /// A writer that has acknowledged `n` entries, each in a segment of its own.
 async fn one_segment_per_entry(store: DynStore, n: u64) -> WalWriter {
-    let w = writer(
-        store,
-        WalConfig {
-            linger: Duration::ZERO,
-            segment_bytes: 1,
-            max_inflight: 1,
-        },
-    );
+    let w = writer(store, WalConfig::segment_per_append(1));
     for i in 0..n {
         w.append(entry(0, i, 1)).unwrap().await.unwrap().unwrap();
     }
@@ -223,14 +202,7 @@ async fn truncation_deletes_committed_segments_but_keeps_the_newest() {
 #[tokio::test]
 async fn retained_streams_are_those_of_the_segments_left() {
     let store: DynStore = Arc::new(MemoryStore::new());
-    let w = writer(
-        store,
-        WalConfig {
-            linger: Duration::ZERO,
-            segment_bytes: 1,
-            max_inflight: 1,
-        },
-    );
+    let w = writer(store, WalConfig::segment_per_append(1));
     assert!(w.retained_streams().is_empty());
     for (stream, base) in [(0, 0), (1, 0), (2, 0)] {
         w.append(entry(stream, base, 1)).unwrap().await.unwrap().unwrap();
@@ -253,14 +225,7 @@ async fn concurrent_truncations_delete_each_segment_once_and_leave_no_straggler(
             ..FaultConfig::default()
         },
     );
-    let w = writer(
-        Arc::new(slow),
-        WalConfig {
-            linger: Duration::ZERO,
-            segment_bytes: 1,
-            max_inflight: 1,
-        },
-    );
+    let w = writer(Arc::new(slow), WalConfig::segment_per_append(1));
     for i in 0..20u64 {
         w.append(entry(0, i, 1)).unwrap().await.unwrap().unwrap();
     }
