@@ -6,11 +6,12 @@
 
 mod support;
 
-use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION};
+use reqwest::header::AUTHORIZATION;
 use serde_json::{json, Value};
 use sluice::node::Node;
 use std::sync::Arc;
 use std::time::Duration;
+use support::http::bearer_client;
 use support::{config, memory_backends};
 
 const ADMIN: &str = "test-bootstrap-admin-secret-0123456789";
@@ -38,16 +39,6 @@ async fn start(id: &str, backends: sluice::node::Backends, admin: &tempfile::Nam
     let app = sluice::http::router(node.clone());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     (node, url)
-}
-
-/// A client that sends `Authorization: Bearer <token>` on every request.
-fn client_with(token: &str) -> reqwest::Client {
-    let mut h = HeaderMap::new();
-    h.insert(
-        AUTHORIZATION,
-        HeaderValue::from_str(&format!("Bearer {token}")).unwrap(),
-    );
-    reqwest::Client::builder().default_headers(h).build().unwrap()
 }
 
 async fn issue(admin: &reqwest::Client, url: &str, body: Value) -> (String, String) {
@@ -100,7 +91,7 @@ async fn requests_without_a_valid_token_get_401_with_a_bearer_challenge() {
         "slc_0123456789abcdef_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
         "not-a-token",
     ] {
-        let r = client_with(bad).get(format!("{url}/v1/topics")).send().await.unwrap();
+        let r = bearer_client(bad).get(format!("{url}/v1/topics")).send().await.unwrap();
         assert_eq!(r.status(), 401, "{bad}");
         assert_eq!(
             r.headers()["www-authenticate"],
@@ -132,7 +123,7 @@ async fn requests_without_a_valid_token_get_401_with_a_bearer_challenge() {
         .await
         .unwrap();
     assert_eq!(r.status(), 401);
-    let admin = client_with(ADMIN);
+    let admin = bearer_client(ADMIN);
     let topics: Value = admin
         .get(format!("{url}/v1/topics"))
         .send()
@@ -148,7 +139,7 @@ async fn requests_without_a_valid_token_get_401_with_a_bearer_challenge() {
 async fn scopes_limit_tokens_to_their_topics_and_ops() {
     let file = admin_file();
     let (_node, url) = start("n1", memory_backends(), &file).await;
-    let admin = client_with(ADMIN);
+    let admin = bearer_client(ADMIN);
     create_topic(&admin, &url, "orders", 1).await;
     create_topic(&admin, &url, "payments", 1).await;
     let (_, writer) = issue(
@@ -157,7 +148,7 @@ async fn scopes_limit_tokens_to_their_topics_and_ops() {
         json!({"name": "orders-writer", "scopes": [{"topics": "ord*", "ops": ["write"]}]}),
     )
     .await;
-    let w = client_with(&writer);
+    let w = bearer_client(&writer);
 
     assert_eq!(append(&w, &url, "orders").await.status(), 200);
     assert_eq!(
@@ -246,7 +237,7 @@ async fn scopes_limit_tokens_to_their_topics_and_ops() {
         json!({"name": "orders-admin", "scopes": [{"topics": "orders*", "ops": ["admin"]}]}),
     )
     .await;
-    let ta = client_with(&topic_admin);
+    let ta = bearer_client(&topic_admin);
     let r = ta
         .post(format!("{url}/v1/topics"))
         .json(&json!({"name": "orders-eu"}))
@@ -265,7 +256,7 @@ async fn scopes_limit_tokens_to_their_topics_and_ops() {
 async fn tokens_are_issued_listed_without_secrets_expire_and_are_validated() {
     let file = admin_file();
     let (_node, url) = start("n1", memory_backends(), &file).await;
-    let admin = client_with(ADMIN);
+    let admin = bearer_client(ADMIN);
     create_topic(&admin, &url, "t", 1).await;
     let (id, secret) = issue(
         &admin,
@@ -286,7 +277,7 @@ async fn tokens_are_issued_listed_without_secrets_expire_and_are_validated() {
     assert!(!listed.contains("hash"), "the list shows a hash: {listed}");
 
     // Valid at first, 401 once expired.
-    let c = client_with(&secret);
+    let c = bearer_client(&secret);
     assert_eq!(append(&c, &url, "t").await.status(), 200);
     tokio::time::sleep(Duration::from_millis(1100)).await;
     assert_eq!(
@@ -341,7 +332,7 @@ async fn a_token_revoked_on_one_node_is_refused_by_another_once_it_applies_the_r
     let backends = memory_backends();
     let (n1, url1) = start("n1", backends.clone(), &file).await;
     let (n2, url2) = start("n2", backends, &file).await;
-    let admin = client_with(ADMIN);
+    let admin = bearer_client(ADMIN);
     create_topic(&admin, &url1, "t", 2).await;
     let (id, secret) = issue(
         &admin,
@@ -352,7 +343,7 @@ async fn a_token_revoked_on_one_node_is_refused_by_another_once_it_applies_the_r
     // n2 knows the token once it has applied n1's entry.
     let issued_at = n1.meta.applied();
     assert!(support::eventually(Duration::from_secs(10), || n2.meta.applied() >= issued_at).await);
-    let c = client_with(&secret);
+    let c = bearer_client(&secret);
     assert_eq!(c.get(format!("{url2}/v1/topics/t")).send().await.unwrap().status(), 200);
 
     let r = admin.delete(format!("{url1}/v1/tokens/{id}")).send().await.unwrap();
@@ -376,7 +367,7 @@ async fn forwarded_requests_are_authorized_by_the_owner_with_the_callers_token()
     let backends = memory_backends();
     let (n1, url1) = start("n1", backends.clone(), &file).await;
     let (n2, url2) = start("n2", backends, &file).await;
-    let admin = client_with(ADMIN);
+    let admin = bearer_client(ADMIN);
     create_topic(&admin, &url1, "t", 4).await;
     let (_, secret) = issue(
         &admin,
@@ -405,7 +396,7 @@ async fn forwarded_requests_are_authorized_by_the_owner_with_the_callers_token()
         eprintln!("skipping: placement put no partition of 4 on n1 ({desc})");
         return;
     };
-    let c = client_with(&secret);
+    let c = bearer_client(&secret);
     let r = c
         .post(format!("{url2}/v1/topics/t/partitions/{p}/records"))
         .json(&json!({"records": [{"value": "via-n2"}]}))
@@ -454,7 +445,7 @@ async fn forwarded_requests_are_authorized_by_the_owner_with_the_callers_token()
 async fn durable_streams_need_the_scope_of_their_topic() {
     let file = admin_file();
     let (_node, url) = start("n1", memory_backends(), &file).await;
-    let admin = client_with(ADMIN);
+    let admin = bearer_client(ADMIN);
     let stream = format!("{url}/v1/stream/orders");
     let create = |c: &reqwest::Client| c.put(&stream).header("content-type", "text/plain").send();
 
@@ -462,7 +453,7 @@ async fn durable_streams_need_the_scope_of_their_topic() {
     let r = create(&reqwest::Client::new()).await.unwrap();
     assert_eq!(r.status(), 401);
     assert!(r.headers().contains_key("www-authenticate"));
-    assert_eq!(create(&client_with("slc_wrong")).await.unwrap().status(), 401);
+    assert_eq!(create(&bearer_client("slc_wrong")).await.unwrap().status(), 401);
     assert_eq!(reqwest::Client::new().get(&stream).send().await.unwrap().status(), 401);
 
     // The stream /v1/stream/orders is the topic ds.orders.
@@ -478,7 +469,7 @@ async fn durable_streams_need_the_scope_of_their_topic() {
         json!({"name": "ds-reader", "scopes": [{"topics": "ds.orders", "ops": ["read"]}]}),
     )
     .await;
-    let (w, r) = (client_with(&writer), client_with(&reader));
+    let (w, r) = (bearer_client(&writer), bearer_client(&reader));
     assert_eq!(create(&w).await.unwrap().status(), 403, "creating needs admin");
     assert_eq!(create(&admin).await.unwrap().status(), 201);
     let post = |c: &reqwest::Client| {

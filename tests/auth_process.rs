@@ -7,6 +7,7 @@ mod support;
 
 use serde_json::{json, Value};
 use std::process::Command;
+use support::http::bearer_client;
 use support::process::{free_port, Server};
 
 const ADMIN: &str = "process-test-admin-secret-5f2c9a71";
@@ -25,15 +26,6 @@ fn cli(url: &str, token_file: &std::path::Path, args: &[&str]) -> (bool, String,
     )
 }
 
-fn bearer(token: &str) -> reqwest::Client {
-    let mut h = reqwest::header::HeaderMap::new();
-    h.insert(
-        reqwest::header::AUTHORIZATION,
-        reqwest::header::HeaderValue::from_str(&format!("Bearer {token}")).unwrap(),
-    );
-    reqwest::Client::builder().default_headers(h).build().unwrap()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn secrets_never_reach_the_log_metrics_or_admin_output() {
     let dir = tempfile::tempdir().unwrap();
@@ -48,7 +40,7 @@ async fn secrets_never_reach_the_log_metrics_or_admin_output() {
         &["--auth", "on", "--admin-token-file", admin_file.to_str().unwrap()],
     );
     let url = server.url.clone();
-    let admin = bearer(ADMIN);
+    let admin = bearer_client(ADMIN);
 
     // Issue two tokens with the CLI; the secret is printed once, on stdout.
     let (ok, stdout, stderr) = cli(
@@ -81,7 +73,7 @@ async fn secrets_never_reach_the_log_metrics_or_admin_output() {
     );
 
     // Use them, and fail in every way.
-    let w = bearer(&writer);
+    let w = bearer_client(&writer);
     let r = admin
         .post(format!("{url}/v1/topics"))
         .json(&json!({"name": "t"}))
@@ -98,7 +90,7 @@ async fn secrets_never_reach_the_log_metrics_or_admin_output() {
         .unwrap();
     assert_eq!(r.status(), 200);
     assert_eq!(
-        bearer(&reader)
+        bearer_client(&reader)
             .get(format!("{url}/v1/topics/t/partitions/0/records"))
             .send()
             .await
@@ -110,7 +102,7 @@ async fn secrets_never_reach_the_log_metrics_or_admin_output() {
     let wrong_admin = format!("{ADMIN}-nope");
     for bad in [&forged, &wrong_admin] {
         assert_eq!(
-            bearer(bad)
+            bearer_client(bad)
                 .get(format!("{url}/v1/topics"))
                 .send()
                 .await

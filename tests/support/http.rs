@@ -4,6 +4,16 @@
 use serde_json::Value;
 use std::time::Duration;
 
+/// A client that sends `Authorization: Bearer <token>` on every request.
+pub fn bearer_client(token: &str) -> reqwest::Client {
+    let mut h = reqwest::header::HeaderMap::new();
+    h.insert(
+        reqwest::header::AUTHORIZATION,
+        reqwest::header::HeaderValue::from_str(&format!("Bearer {token}")).unwrap(),
+    );
+    reqwest::Client::builder().default_headers(h).build().unwrap()
+}
+
 /// Wait until every partition of `topic` is open on some node.
 pub async fn wait_open(client: &reqwest::Client, url: &str, topic: &str) -> bool {
     for _ in 0..500 {
