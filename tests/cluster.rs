@@ -202,7 +202,7 @@ async fn clean_shutdown_hands_over(stop_the_lease_holder: bool) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_clean_shutdown_hands_streams_over_in_about_a_second() {
+async fn a_clean_shutdown_hands_streams_over() {
     clean_shutdown_hands_over(false).await;
 }
 

@@ -1,9 +1,12 @@
 //! The lease and the holder's tick (once a second): liveness and fencing,
 //! WAL takeover, placement, snapshots. Every node runs this loop; only the
-//! one holding the lease acts, and even two overlapping holders cannot break
-//! an invariant: `apply` rejects what no longer matches. Garbage collection
-//! runs beside it in a task of its own (`gc::run`): deleting thousands of
-//! objects must never delay fencing a silent node.
+//! one holding the lease acts. Between ticks, a log entry that leaves the
+//! lease with no live holder makes every live node try to take it at once,
+//! and new closed streams are placed as soon as the holder sees them. Even
+//! two overlapping holders cannot break an invariant: `apply` rejects what
+//! no longer matches. Garbage collection runs beside it in a task of its own
+//! (`gc::run`): deleting thousands of objects must never delay fencing a
+//! silent node.
 
 use super::{failover, placement};
 use crate::ids::{HeartbeatCount, LogIndex, StreamEpoch, StreamId};
