@@ -32,6 +32,8 @@ pub enum ErrorCode {
     NotFound,
     /// Creating something that exists.
     TopicExists,
+    /// Asked for something only `--auth on` offers (issuing tokens).
+    AuthOff,
     RecordTooLarge,
     RequestTooLarge,
     /// Below the start offset or past the end.
@@ -51,7 +53,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, for parsing.
-    pub const ALL: [ErrorCode; 20] = [
+    pub const ALL: [ErrorCode; 21] = [
         ErrorCode::InvalidRequest,
         ErrorCode::InvalidTopicName,
         ErrorCode::InvalidPartitionCount,
@@ -64,6 +66,7 @@ impl ErrorCode {
         ErrorCode::TokenNotFound,
         ErrorCode::NotFound,
         ErrorCode::TopicExists,
+        ErrorCode::AuthOff,
         ErrorCode::RecordTooLarge,
         ErrorCode::RequestTooLarge,
         ErrorCode::OffsetOutOfRange,
@@ -88,6 +91,7 @@ impl ErrorCode {
             ErrorCode::TokenNotFound => "token_not_found",
             ErrorCode::NotFound => "not_found",
             ErrorCode::TopicExists => "topic_exists",
+            ErrorCode::AuthOff => "auth_off",
             ErrorCode::RecordTooLarge => "record_too_large",
             ErrorCode::RequestTooLarge => "request_too_large",
             ErrorCode::OffsetOutOfRange => "offset_out_of_range",
@@ -373,6 +377,13 @@ pub trait Engine: Send + Sync + 'static {
         let _ = index;
         true
     }
+    /// Whether `presented` is the credential of a node of this cluster, so a
+    /// request carrying it may be served as forwarded. Nothing is a peer
+    /// unless the engine says so.
+    fn is_peer(&self, presented: &str) -> bool {
+        let _ = presented;
+        false
+    }
     /// A Kafka producer id unique in the cluster (InitProducerId).
     async fn init_producer_id(&self) -> ApiResult<i64> {
         Err(ApiError::new(
@@ -451,6 +462,10 @@ pub fn is_forwarded() -> bool {
 /// The header that marks a forwarded request. Its value is the metadata
 /// log index the forwarding node had applied (older nodes send `1`).
 pub const FORWARDED_HEADER: &str = "sluice-forwarded";
+
+/// The header that proves a forwarded request comes from a node of this
+/// cluster (see `node::peer`); without it [`FORWARDED_HEADER`] is ignored.
+pub const PEER_HEADER: &str = "sluice-peer";
 
 tokio::task_local! {
     /// The bearer token the current HTTP request came with, so a request

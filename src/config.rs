@@ -82,6 +82,11 @@ pub struct ServeArgs {
     #[arg(long, env = "SLUICE_KAFKA_IDLE_TIMEOUT_SEC", default_value_t = 600)]
     pub kafka_idle_timeout_sec: u64,
 
+    /// Seconds an HTTP request body may take in all, however steadily it
+    /// trickles in; past it the request fails and its connection is closed.
+    #[arg(long, env = "SLUICE_REQUEST_BODY_TIMEOUT_SEC", default_value_t = 60)]
+    pub request_body_timeout_sec: u64,
+
     /// Largest HTTP request head (request line and headers) accepted.
     #[arg(long, env = "SLUICE_MAX_HEADER_BYTES", default_value_t = 64 * 1024)]
     pub max_header_bytes: usize,
@@ -231,6 +236,7 @@ pub struct Config {
     pub max_connections: usize,
     pub read_timeout: Duration,
     pub kafka_idle_timeout: Duration,
+    pub request_body_timeout: Duration,
     pub max_header_bytes: usize,
     pub auto_create_topics: bool,
     pub heartbeat_interval: Duration,
@@ -333,6 +339,7 @@ impl ServeArgs {
             ("--max-connections", self.max_connections),
             ("--read-timeout-sec", self.read_timeout_sec as usize),
             ("--kafka-idle-timeout-sec", self.kafka_idle_timeout_sec as usize),
+            ("--request-body-timeout-sec", self.request_body_timeout_sec as usize),
         ] {
             if v == 0 {
                 return Err(format!("{flag} must be at least 1"));
@@ -434,6 +441,7 @@ impl ServeArgs {
             max_connections: self.max_connections,
             read_timeout: Duration::from_secs(self.read_timeout_sec),
             kafka_idle_timeout: Duration::from_secs(self.kafka_idle_timeout_sec),
+            request_body_timeout: Duration::from_secs(self.request_body_timeout_sec),
             max_header_bytes: self.max_header_bytes,
             auto_create_topics: self.auto_create_topics,
             heartbeat_interval: Duration::from_secs(hb),

@@ -104,6 +104,9 @@ pub struct Transport {
     pub idle_timeout: Duration,
     /// Largest HTTP request head (request line + headers).
     pub max_header_bytes: usize,
+    /// An HTTP request body must be complete this long after it started,
+    /// however steadily it trickles in.
+    pub body_timeout: Duration,
 }
 
 impl Transport {
@@ -114,6 +117,7 @@ impl Transport {
             read_timeout: c.read_timeout,
             idle_timeout: c.kafka_idle_timeout,
             max_header_bytes: c.max_header_bytes,
+            body_timeout: c.request_body_timeout,
         }
     }
 
@@ -125,6 +129,7 @@ impl Transport {
             read_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(600),
             max_header_bytes: 64 * 1024,
+            body_timeout: Duration::from_secs(60),
         }
     }
 }
@@ -209,27 +214,36 @@ impl AsyncWrite for Stream {
 }
 
 /// A request body whose sender must keep sending: a gap of `timeout`
-/// between frames ends the body with an error (the handler answers 400 and
-/// hyper closes the connection, since the body was not read to its end).
+/// between frames, or the whole body taking longer than `total`, ends the
+/// body with an error (the handler answers 400 and hyper closes the
+/// connection, since the body was not read to its end).
 pub struct StallTimeout<B> {
     inner: B,
     timeout: Duration,
     timer: Pin<Box<tokio::time::Sleep>>,
+    total: Duration,
+    deadline: Pin<Box<tokio::time::Sleep>>,
 }
 
 impl<B> StallTimeout<B> {
-    pub fn new(inner: B, timeout: Duration) -> Self {
+    pub fn new(inner: B, timeout: Duration, total: Duration) -> Self {
         Self {
             inner,
             timeout,
             timer: Box::pin(tokio::time::sleep(timeout)),
+            total,
+            deadline: Box::pin(tokio::time::sleep(total)),
         }
     }
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("the client sent no request body bytes for {0:?}")]
-pub struct BodyStalled(Duration);
+pub enum BodyStalled {
+    #[error("the client sent no request body bytes for {0:?}")]
+    Gap(Duration),
+    #[error("the request body was not complete within {0:?} (--request-body-timeout-sec)")]
+    Total(Duration),
+}
 
 impl<B> Body for StallTimeout<B>
 where
@@ -241,6 +255,9 @@ where
 
     fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
         let this = &mut *self;
+        if this.deadline.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Some(Err(Box::new(BodyStalled::Total(this.total)))));
+        }
         match Pin::new(&mut this.inner).poll_frame(cx) {
             Poll::Ready(frame) => {
                 let deadline = tokio::time::Instant::now() + this.timeout;
@@ -248,7 +265,7 @@ where
                 Poll::Ready(frame.map(|f| f.map_err(Into::into)))
             }
             Poll::Pending => match this.timer.as_mut().poll(cx) {
-                Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(BodyStalled(this.timeout))))),
+                Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(BodyStalled::Gap(this.timeout))))),
                 Poll::Pending => Poll::Pending,
             },
         }
@@ -263,6 +280,49 @@ where
     }
 }
 
+/// Connections accepted past `--max-connections` only to answer a probe:
+/// each may send one request, its head within [`PROBE_HEAD_TIMEOUT`], and
+/// only `/health` and `/ready` are served (anything else is 503). So a
+/// load balancer or supervisor can still see the node while clients hold
+/// every ordinary slot, and a probe connection cannot be held for long.
+pub const PROBE_SLOTS: usize = 64;
+pub const PROBE_HEAD_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Whether `path` is answered on a probe connection.
+pub fn is_probe(path: &str) -> bool {
+    matches!(path, "/health" | "/ready")
+}
+
+/// Serve one probe request on `stream` (see [`PROBE_SLOTS`]).
+async fn serve_probe(stream: Stream, router: axum::Router, peer: std::net::SocketAddr) {
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(PROBE_HEAD_TIMEOUT)
+        .keep_alive(false)
+        .max_buf_size(8192);
+    let service = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+        let mut router = router.clone();
+        async move {
+            if is_probe(req.uri().path()) {
+                let req = req.map(|_| axum::body::Body::empty());
+                return tower::Service::call(&mut router, req).await;
+            }
+            let e = crate::api::ApiError::unavailable(
+                "the node is at --max-connections; on a connection past the cap only /health and /ready are answered",
+            );
+            Ok(axum::response::IntoResponse::into_response(crate::http::error::HttpError(e)))
+        }
+    });
+    let conn = builder.serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+    let overall = PROBE_HEAD_TIMEOUT * 3;
+    match tokio::time::timeout(overall, conn).await {
+        Ok(Err(e)) => tracing::debug!(%peer, error = %e, "probe connection ended"),
+        Err(_) => tracing::debug!(%peer, "probe connection cut off"),
+        Ok(Ok(())) => {}
+    }
+}
+
 /// Serve `router` on `listener` until `stop` resolves; then stop accepting,
 /// let open connections finish their requests, and return when they have.
 pub async fn serve_http(
@@ -272,6 +332,7 @@ pub async fn serve_http(
     stop: impl Future<Output = ()> + Send,
 ) {
     let limit = ConnLimit::new("http", transport.max_connections);
+    let probes = ConnLimit::new("http_probe", PROBE_SLOTS);
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
@@ -296,8 +357,18 @@ pub async fn serve_http(
             _ = &mut stop => break,
         };
         let Some(permit) = limit.admit() else {
-            tracing::debug!(%peer, "http connection refused: at --max-connections");
-            drop(socket);
+            if let Some(probe) = probes.admit() {
+                let (router, transport) = (router.clone(), transport.clone());
+                tokio::spawn(async move {
+                    let _probe = probe;
+                    if let Ok(stream) = Stream::accept(socket, &transport).await {
+                        serve_probe(stream, router, peer).await;
+                    }
+                });
+            } else {
+                tracing::debug!(%peer, "http connection refused: at --max-connections");
+                drop(socket);
+            }
             continue;
         };
         let (router, builder, transport) = (router.clone(), builder.clone(), transport.clone());
@@ -311,10 +382,10 @@ pub async fn serve_http(
                     return;
                 }
             };
-            let stall = transport.read_timeout;
+            let (stall, total) = (transport.read_timeout, transport.body_timeout);
             let service = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
                 let mut router = router.clone();
-                let req = req.map(|b| axum::body::Body::new(StallTimeout::new(b, stall)));
+                let req = req.map(|b| axum::body::Body::new(StallTimeout::new(b, stall, total)));
                 async move { tower::Service::call(&mut router, req).await }
             });
             let conn = builder.serve_connection(hyper_util::rt::TokioIo::new(stream), service);
@@ -346,7 +417,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_stalled_body_ends_with_an_error_and_a_flowing_one_does_not() {
         let (mut tx, rx) = futures::channel::mpsc::channel::<Result<Frame<Bytes>, io::Error>>(4);
-        let body = StallTimeout::new(http_body_util::StreamBody::new(rx), Duration::from_secs(5));
+        let body = StallTimeout::new(http_body_util::StreamBody::new(rx), Duration::from_secs(5), Duration::from_secs(60));
         let reader = tokio::spawn(async move { body.collect().await.map(|c| c.to_bytes()) });
         for _ in 0..3 {
             tokio::time::sleep(Duration::from_secs(4)).await;
@@ -359,13 +430,32 @@ mod tests {
         assert!(err.to_string().contains("no request body bytes"), "{err}");
 
         let (mut tx, rx) = futures::channel::mpsc::channel::<Result<Frame<Bytes>, io::Error>>(4);
-        let body = StallTimeout::new(http_body_util::StreamBody::new(rx), Duration::from_secs(5));
+        let body = StallTimeout::new(http_body_util::StreamBody::new(rx), Duration::from_secs(5), Duration::from_secs(60));
         let reader = tokio::spawn(async move { body.collect().await.map(|c| c.to_bytes()) });
         futures::SinkExt::send(&mut tx, Ok(Frame::data(Bytes::from_static(b"ab"))))
             .await
             .unwrap();
         drop(tx);
         assert_eq!(&reader.await.unwrap().unwrap()[..], b"ab");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_body_that_trickles_past_its_total_deadline_ends_with_an_error() {
+        let (mut tx, rx) = futures::channel::mpsc::channel::<Result<Frame<Bytes>, io::Error>>(4);
+        let body = StallTimeout::new(http_body_util::StreamBody::new(rx), Duration::from_secs(5), Duration::from_secs(10));
+        let reader = tokio::spawn(async move { body.collect().await.map(|c| c.to_bytes()) });
+        // A byte every 4 s: never a 5 s gap, but 10 s in total is reached.
+        let sender = tokio::spawn(async move {
+            for _ in 0..10 {
+                tokio::time::sleep(Duration::from_secs(4)).await;
+                if futures::SinkExt::send(&mut tx, Ok(Frame::data(Bytes::from_static(b"x")))).await.is_err() {
+                    return;
+                }
+            }
+        });
+        let err = reader.await.unwrap().expect_err("past the total deadline");
+        assert!(err.to_string().contains("--request-body-timeout-sec"), "{err}");
+        sender.abort();
     }
 
     #[test]

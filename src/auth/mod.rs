@@ -38,6 +38,9 @@ pub enum AuthFailure {
     /// The id exists but the secret does not match its hash.
     BadSecret,
     Expired,
+    /// A stored token with no issuer: written while auth was off (or by a
+    /// version that did not record issuers), so nobody authorized it.
+    Unissued,
 }
 
 impl AuthFailure {
@@ -49,6 +52,7 @@ impl AuthFailure {
             AuthFailure::Unknown => "unknown",
             AuthFailure::BadSecret => "bad_secret",
             AuthFailure::Expired => "expired",
+            AuthFailure::Unissued => "unissued",
         }
     }
 
@@ -58,7 +62,7 @@ impl AuthFailure {
         match self {
             AuthFailure::Missing => "this server requires a token (Authorization: Bearer <token>)",
             AuthFailure::Malformed => "the credentials are not a bearer token",
-            AuthFailure::Unknown | AuthFailure::BadSecret | AuthFailure::Expired => {
+            AuthFailure::Unknown | AuthFailure::BadSecret | AuthFailure::Expired | AuthFailure::Unissued => {
                 "the token is invalid, revoked or expired"
             }
         }
@@ -133,6 +137,9 @@ impl Auth {
         }
         if record.expired(self.now_ms()) {
             return Err(AuthFailure::Expired);
+        }
+        if record.issued_by.as_deref().is_none_or(str::is_empty) {
+            return Err(AuthFailure::Unissued);
         }
         Ok(Principal {
             id: record.id,

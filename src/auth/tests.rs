@@ -72,7 +72,7 @@ fn a_principal_may_do_only_what_a_scope_grants() {
 
 #[test]
 fn issued_tokens_have_the_documented_shape_and_only_their_hash_is_kept() {
-    let (secret, record) = issue("ci", vec![Scope::new("t", &[Op::Read])], 1_000, None);
+    let (secret, record) = issue("ci", vec![Scope::new("t", &[Op::Read])], 1_000, None, "admin");
     let s = secret.expose();
     assert!(s.starts_with("slc_") && s.len() == 4 + 16 + 1 + 43, "{s}");
     assert_eq!(token_id(s), Some(record.id.as_str()));
@@ -85,7 +85,7 @@ fn issued_tokens_have_the_documented_shape_and_only_their_hash_is_kept() {
     );
     assert_eq!(serde_json::from_str::<TokenRecord>(&json).unwrap(), record);
     // Two tokens never share an id or a secret.
-    let (other, other_record) = issue("ci", vec![Scope::new("t", &[Op::Read])], 1_000, None);
+    let (other, other_record) = issue("ci", vec![Scope::new("t", &[Op::Read])], 1_000, None, "admin");
     assert_ne!(other.expose(), s);
     assert_ne!(other_record.id, record.id);
 }
@@ -94,7 +94,7 @@ fn issued_tokens_have_the_documented_shape_and_only_their_hash_is_kept() {
 fn secrets_never_print() {
     let s = Secret::new("hunter2-hunter2-hunter2");
     assert_eq!(format!("{s:?} {s}"), "Secret(***) ***");
-    let (secret, record) = issue("ci", vec![Scope::everything()], 0, None);
+    let (secret, record) = issue("ci", vec![Scope::everything()], 0, None, "admin");
     let issued = IssuedToken {
         id: record.id.clone(),
         token: secret.clone(),
@@ -108,7 +108,7 @@ fn secrets_never_print() {
 
 #[test]
 fn malformed_ids_and_names_are_refused() {
-    let (_, good) = issue("ci", vec![Scope::everything()], 10, Some(20));
+    let (_, good) = issue("ci", vec![Scope::everything()], 10, Some(20), "admin");
     good.validate().unwrap();
     let mut r = good.clone();
     r.id = "ABCDEF0123456789".into();
@@ -136,7 +136,7 @@ fn authentication_checks_the_hash_expiry_and_bootstrap_secret() {
     let now = Arc::new(AtomicI64::new(1_000));
     let admin = Secret::new("bootstrap-secret-0123456789");
     let auth = Auth::new(Some(&admin), clock_at(now.clone()));
-    let (secret, record) = issue("ci", vec![Scope::new("t", &[Op::Read])], 1_000, Some(5_000));
+    let (secret, record) = issue("ci", vec![Scope::new("t", &[Op::Read])], 1_000, Some(5_000), "admin");
     let lookup = |id: &str| (id == record.id).then(|| record.clone());
 
     let p = auth.authenticate(secret.expose(), lookup).unwrap();
@@ -184,4 +184,22 @@ fn failure_messages_do_not_say_which_check_failed() {
     .map(|f| f.reason())
     .collect();
     assert_eq!(reasons.len(), 5, "every failure has its own metrics label");
+}
+
+#[test]
+fn a_stored_token_without_an_issuer_is_never_honoured() {
+    // A record written while auth was off (or before issuers were kept).
+    let auth = Auth::new(None, clock_at(Arc::new(AtomicI64::new(1_000))));
+    let (secret, mut record) = issue("old", vec![Scope::everything()], 0, None, "admin");
+    let lookup = |r: TokenRecord| move |id: &str| (id == r.id).then(|| r.clone());
+    assert!(auth.authenticate(secret.expose(), lookup(record.clone())).is_ok());
+    record.issued_by = None;
+    assert_eq!(
+        auth.authenticate(secret.expose(), lookup(record.clone())).unwrap_err(),
+        AuthFailure::Unissued
+    );
+    assert!(record.validate().is_err(), "CreateToken refuses it too");
+    let old_json = r#"{"id":"0123456789abcdef","name":"old","hash":"00000000000000000000000000000000000000000000000000000000000000aa","scopes":[{"topics":"*","ops":["admin"]}],"created_at_ms":0}"#;
+    let old: TokenRecord = serde_json::from_str(old_json).unwrap();
+    assert_eq!(old.issued_by, None, "records of older versions load, without an issuer");
 }

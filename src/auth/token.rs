@@ -119,6 +119,13 @@ pub struct TokenRecord {
     /// Refused from this instant on (by each checking node's clock).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at_ms: Option<i64>,
+    /// The principal that issued it (a token id, or `admin` for the
+    /// bootstrap secret). Tokens are issued only with `--auth on`, by an
+    /// authenticated cluster admin; a record without an issuer (one written
+    /// before this field existed, possibly while auth was off) is never
+    /// honoured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issued_by: Option<String>,
 }
 
 /// Longest token name accepted.
@@ -145,6 +152,9 @@ impl TokenRecord {
         for s in &self.scopes {
             s.validate()?;
         }
+        if self.issued_by.as_deref().is_none_or(str::is_empty) {
+            return Err("a token needs its issuer".into());
+        }
         if let Some(e) = self.expires_at_ms {
             if e <= self.created_at_ms {
                 return Err("a token must expire after it is created".into());
@@ -167,7 +177,13 @@ const PREFIX: &str = "slc_";
 /// A new token: its secret (shown once) and the record to store. Secrets
 /// come from the operating system's CSPRNG, never from a seeded generator
 /// (the injected, reproducible randomness is for simulation, not secrets).
-pub fn issue(name: &str, scopes: Vec<Scope>, created_at_ms: i64, expires_at_ms: Option<i64>) -> (Secret, TokenRecord) {
+pub fn issue(
+    name: &str,
+    scopes: Vec<Scope>,
+    created_at_ms: i64,
+    expires_at_ms: Option<i64>,
+    issued_by: &str,
+) -> (Secret, TokenRecord) {
     let mut id = [0u8; 8];
     let mut secret = [0u8; 32];
     let mut rng = rand::rngs::OsRng;
@@ -182,6 +198,7 @@ pub fn issue(name: &str, scopes: Vec<Scope>, created_at_ms: i64, expires_at_ms: 
         scopes,
         created_at_ms,
         expires_at_ms,
+        issued_by: Some(issued_by.to_string()),
     };
     (Secret(token), record)
 }

@@ -86,22 +86,29 @@ impl Caller {
     }
 }
 
-/// Whether the bearer of `token` may still read `topic`: long-lived
-/// subscriptions check again before every read, so revoking or expiring a
-/// token ends them too.
-pub(crate) fn still_allowed(state: &Shared, token: Option<&Secret>, topic: &str) -> Result<(), ApiError> {
-    if !state.engine.auth_required() {
+/// Whether the bearer of `token` may (still) read every one of `topics`:
+/// long-lived reads check again before each batch they send, so revoking or
+/// expiring a token ends them too, and a read that spans several topics (a
+/// Durable Streams fork and its sources) needs read on each of them.
+pub(crate) fn still_allowed<'a>(
+    engine: &dyn crate::api::Engine,
+    token: Option<&Secret>,
+    topics: impl IntoIterator<Item = &'a str>,
+) -> Result<(), ApiError> {
+    if !engine.auth_required() {
         return Ok(());
     }
     let token =
         token.ok_or_else(|| ApiError::new(ErrorCode::Unauthenticated, AuthFailure::Missing.public_message()))?;
-    let principal = state.engine.authenticate(token.expose()).map_err(|f| {
+    let principal = engine.authenticate(token.expose()).map_err(|f| {
         crate::auth::count_failure("http", f.reason());
         ApiError::new(ErrorCode::Unauthenticated, f.public_message())
     })?;
-    if !principal.allows(Op::Read, topic) {
-        crate::auth::count_failure("http", "forbidden");
-        return Err(forbidden(&principal, &format!("read on topic {topic:?}")).0);
+    for topic in topics {
+        if !principal.allows(Op::Read, topic) {
+            crate::auth::count_failure("http", "forbidden");
+            return Err(forbidden(&principal, &format!("read on topic {topic:?}")).0);
+        }
     }
     Ok(())
 }

@@ -38,7 +38,7 @@ pub fn status_for(code: ErrorCode) -> StatusCode {
         ErrorCode::TopicNotFound | ErrorCode::PartitionNotFound | ErrorCode::TokenNotFound | ErrorCode::NotFound => {
             StatusCode::NOT_FOUND
         }
-        ErrorCode::TopicExists => StatusCode::CONFLICT,
+        ErrorCode::TopicExists | ErrorCode::AuthOff => StatusCode::CONFLICT,
         ErrorCode::RecordTooLarge | ErrorCode::RequestTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
         ErrorCode::OffsetOutOfRange => StatusCode::RANGE_NOT_SATISFIABLE,
         ErrorCode::Throttled => StatusCode::TOO_MANY_REQUESTS,
@@ -94,6 +94,7 @@ mod tests {
             (TokenNotFound, 404),
             (NotFound, 404),
             (TopicExists, 409),
+            (AuthOff, 409),
             (RecordTooLarge, 413),
             (RequestTooLarge, 413),
             (OffsetOutOfRange, 416),

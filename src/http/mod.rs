@@ -139,14 +139,30 @@ pub fn router(engine: Arc<dyn Engine>) -> Router {
 /// unreachable, say) the request is served from the view it has: the owner
 /// of a stream can still append and read, and what the view does not know
 /// is answered as for any request (503 for a topic it could not confirm).
+///
+/// Only a request with the cluster's peer credential ([`crate::api::PEER_HEADER`])
+/// is a forwarded one: from anyone else the mark is ignored (counted in
+/// `sluice_forward_marks_ignored_total`), so a client can neither make a
+/// node wait for the log nor read its store, nor skip routing.
 async fn mark_forwarded(
     axum::extract::State(engine): axum::extract::State<Arc<dyn Engine>>,
     req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     let mark = req.headers().get(crate::api::FORWARDED_HEADER);
-    let forwarded = mark.is_some();
-    let index = mark.and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
+    let peer = req
+        .headers()
+        .get(crate::api::PEER_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| engine.is_peer(v));
+    if mark.is_some() && !peer {
+        crate::telemetry::count("sluice_forward_marks_ignored_total", &[]);
+    }
+    let forwarded = mark.is_some() && peer;
+    let index = mark
+        .filter(|_| forwarded)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
     if let Some(i) = index {
         if !engine.catch_up_to(i).await {
             tracing::debug!(index = i, "forwarded request served from a view behind the forwarder's");

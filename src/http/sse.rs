@@ -61,6 +61,12 @@ impl Subscription {
         }
     }
 
+    /// Whether the subscriber's token may still read the topic.
+    fn still_allowed(&self) -> Result<(), ApiError> {
+        let topic = [self.topic.as_str()];
+        super::auth::still_allowed(self.state.engine.as_ref(), self.token.as_deref(), topic)
+    }
+
     /// The next event, or `None` when the stream is over.
     async fn next(&mut self) -> Option<Event> {
         loop {
@@ -71,7 +77,7 @@ impl Subscription {
             if self.done {
                 return None;
             }
-            if let Err(e) = super::auth::still_allowed(&self.state, self.token.as_deref(), &self.topic) {
+            if let Err(e) = self.still_allowed() {
                 self.done = true;
                 return Some(error_event(&e));
             }
@@ -90,6 +96,14 @@ impl Subscription {
             };
             match result {
                 Ok(r) => {
+                    // The read may have waited: a token revoked meanwhile
+                    // sends nothing more.
+                    if !r.records.is_empty() {
+                        if let Err(e) = self.still_allowed() {
+                            self.done = true;
+                            return Some(error_event(&e));
+                        }
+                    }
                     self.from = ReadFrom::At(r.next_offset);
                     self.buffered.extend(r.records);
                 }

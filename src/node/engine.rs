@@ -759,6 +759,10 @@ impl Engine for Node {
         self.meta.sync(WAIT).await
     }
 
+    fn is_peer(&self, presented: &str) -> bool {
+        self.peer.verify(presented)
+    }
+
     async fn catch_up_to(&self, index: u64) -> bool {
         const WAIT: std::time::Duration = std::time::Duration::from_secs(1);
         let want = crate::ids::LogIndex(index);
@@ -873,6 +877,23 @@ impl Engine for Node {
 
     async fn create_token(&self, req: crate::auth::NewToken) -> ApiResult<crate::auth::IssuedToken> {
         self.check_serving()?;
+        // With auth off every caller is anonymous: a token issued now would
+        // be a credential nobody authorized, valid the day auth is turned on.
+        if !self.config.auth {
+            return Err(ApiError::new(
+                ErrorCode::AuthOff,
+                "tokens are issued only with --auth on (this node runs --auth off, where every request is allowed)",
+            ));
+        }
+        let issuer = crate::api::caller_token()
+            .and_then(|t| self.authenticate(t.expose()).ok())
+            .ok_or_else(|| ApiError::new(ErrorCode::Unauthenticated, "issuing a token needs an admin token"))?;
+        if !issuer.is_cluster_admin() {
+            return Err(ApiError::new(
+                ErrorCode::Forbidden,
+                format!("token {} lacks admin on all topics (\"*\")", issuer.id),
+            ));
+        }
         let now = self.auth.now_ms();
         let expires_at = match req.expires_in_sec {
             None => None,
@@ -885,7 +906,7 @@ impl Engine for Node {
                     .ok_or_else(|| ApiError::invalid(format!("expires_in_sec {s} is too large")))?,
             ),
         };
-        let (secret, record) = crate::auth::token::issue(&req.name, req.scopes, now, expires_at);
+        let (secret, record) = crate::auth::token::issue(&req.name, req.scopes, now, expires_at, &issuer.id);
         record.validate().map_err(ApiError::invalid)?;
         self.check_meta_reachable()?;
         let id = record.id.clone();

@@ -5,7 +5,9 @@
 //! forwarder knows (read-your-writes across nodes). Bytes travel
 //! base64-encoded so any record round-trips.
 
-use crate::api::{ApiError, ApiResult, Appended, ErrorCode, ReadFrom, ReadRequest, ReadResult, FORWARDED_HEADER};
+use crate::api::{
+    ApiError, ApiResult, Appended, ErrorCode, ReadFrom, ReadRequest, ReadResult, FORWARDED_HEADER, PEER_HEADER,
+};
 use crate::ids::Offset;
 use crate::stream::batch::Record;
 use base64::engine::general_purpose::STANDARD as B64;
@@ -17,21 +19,17 @@ use std::time::Duration;
 #[derive(Debug, Clone)]
 pub struct Forwarder {
     client: forward_http::Client,
+    /// Sent with every forwarded request, so the owner honours the mark.
+    peer: std::sync::Arc<super::peer::PeerKey>,
     /// `http` or, when this node serves TLS, `https`: a cluster runs TLS on
     /// every node or on none.
     scheme: &'static str,
 }
 
-impl Default for Forwarder {
-    fn default() -> Self {
-        Self::new(None)
-    }
-}
-
 impl Forwarder {
     /// A forwarder speaking TLS with `tls` (the node's client config, which
     /// trusts `--tls-ca` or the node's own certificate), or plaintext.
-    pub fn new(tls: Option<&crate::net::Tls>) -> Self {
+    pub fn new(tls: Option<&crate::net::Tls>, peer: std::sync::Arc<super::peer::PeerKey>) -> Self {
         let mut builder = forward_http::Client::builder()
             .connect_timeout(Duration::from_secs(2))
             // Under the peers' idle keep-alive timeout (--read-timeout-sec, 30 s by
@@ -43,6 +41,7 @@ impl Forwarder {
         let client = builder.build().expect("HTTP client");
         Self {
             client,
+            peer,
             scheme: if tls.is_some() { "https" } else { "http" },
         }
     }
@@ -98,6 +97,25 @@ async fn error_from(addr: &str, resp: forward_http::Response) -> ApiError {
     e
 }
 
+impl Forwarder {
+    /// The marks of a forwarded request: the index this node has applied,
+    /// and the peer credential (503 until it is loaded).
+    fn marks(&self, addr: &str, applied: u64) -> ApiResult<reqwest::header::HeaderMap> {
+        let credential = self.peer.credential().ok_or_else(|| {
+            ApiError::unavailable(format!(
+                "cannot forward to {addr} yet: this node has not loaded the cluster's peer key"
+            ))
+        })?;
+        let mut h = caller_credentials();
+        let mut peer = reqwest::header::HeaderValue::from_str(credential)
+            .map_err(|e| ApiError::new(ErrorCode::Internal, format!("peer credential: {e}")))?;
+        peer.set_sensitive(true);
+        h.insert(PEER_HEADER, peer);
+        h.insert(FORWARDED_HEADER, reqwest::header::HeaderValue::from(applied));
+        Ok(h)
+    }
+}
+
 /// The caller's own `Authorization` header, if the request had a token:
 /// the owner authenticates and authorizes the caller, not this node.
 fn caller_credentials() -> reqwest::header::HeaderMap {
@@ -134,8 +152,7 @@ impl Forwarder {
         let resp = self
             .client
             .post(url)
-            .header(FORWARDED_HEADER, applied.to_string())
-            .headers(caller_credentials())
+            .headers(self.marks(addr, applied)?)
             .json(&json!({ "records": records }))
             .send()
             .await
@@ -179,8 +196,7 @@ impl Forwarder {
         let resp = self
             .client
             .get(url)
-            .header(FORWARDED_HEADER, applied.to_string())
-            .headers(caller_credentials())
+            .headers(self.marks(addr, applied)?)
             .timeout(req.wait + Duration::from_secs(10))
             .send()
             .await

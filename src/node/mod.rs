@@ -7,6 +7,7 @@ mod engine;
 pub mod flusher;
 pub mod forward;
 pub mod keys;
+pub mod peer;
 
 use crate::config::Config;
 use crate::ids::{NodeEpoch, NodeId, Offset, StreamEpoch, StreamId};
@@ -87,6 +88,8 @@ pub struct Node {
     pub budget: Arc<Budget>,
     pub reader: ChunkReader,
     forwarder: forward::Forwarder,
+    /// Proves this node's forwarded requests to its peers, and theirs to it.
+    pub(crate) peer: Arc<peer::PeerKey>,
     /// Checks tokens against this node's view (`--auth on`).
     pub(crate) auth: crate::auth::Auth,
     streams: RwLock<HashMap<StreamId, Arc<OpenStream>>>,
@@ -150,10 +153,12 @@ impl Node {
             max_inflight: config.wal_max_inflight,
         };
         let wal = WalWriter::start(backends.wal.clone(), id.clone(), epoch, wal_config);
+        let peer = Arc::new(peer::PeerKey::default());
         let node = Arc::new(Node {
             budget: Arc::new(Budget::new(config.max_buffered_bytes)),
             reader: ChunkReader::new(backends.data.clone(), config.read_cache_bytes),
-            forwarder: forward::Forwarder::new(config.tls.as_ref()),
+            forwarder: forward::Forwarder::new(config.tls.as_ref(), peer.clone()),
+            peer,
             auth: crate::auth::Auth::new(config.admin_token.as_ref(), crate::auth::system_clock()),
             config,
             id,
@@ -179,7 +184,11 @@ impl Node {
             tokio::spawn(crate::cluster::gc::run(node.clone()).instrument(span.clone())),
             tokio::spawn(flusher::run(node.clone()).instrument(span.clone())),
             tokio::spawn(flusher::truncate_loop(node.clone()).instrument(span.clone())),
-            tokio::spawn(watch_wal_fence(node.clone()).instrument(span)),
+            tokio::spawn(watch_wal_fence(node.clone()).instrument(span.clone())),
+            tokio::spawn({
+                let (peer, store) = (node.peer.clone(), node.backends.data.clone());
+                async move { peer.load(&store).await }.instrument(span)
+            }),
         ];
         node.tasks.lock().unwrap().extend(loops);
         Ok(node)

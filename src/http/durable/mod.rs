@@ -11,6 +11,7 @@
 //! # Layout
 //!
 //! - [`name`]: stream paths ↔ topic names.
+//! - `access`: the reader of a stream, checked before every batch it is sent.
 //! - [`offset`]: offset tokens, `-1` / `now`, long-poll cursors.
 //! - [`headers`]: request headers, parsed and checked.
 //! - [`json`]: JSON mode (arrays flattened into messages).
@@ -24,6 +25,7 @@
 //! - `sse`: GET `live=sse`.
 //! - `reply`: responses, errors, CORS and security headers.
 
+mod access;
 mod append;
 pub mod fork;
 pub mod headers;

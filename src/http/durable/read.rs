@@ -5,6 +5,7 @@ use super::headers::{self as h};
 use super::offset::{self, token, Start};
 use super::reply::{no_store, DsError, Reply};
 use super::stream::{self, Found};
+use super::access::Reader;
 use super::{fork, json, sse, DsState};
 use crate::api::{ReadFrom, ReadResult};
 use crate::ids::Offset;
@@ -102,10 +103,26 @@ pub fn read_from(start: Option<Start>) -> ReadFrom {
     }
 }
 
-/// Reads once (across a fork's segments), waiting up to `wait`; an offset
-/// below the stream's start is 410 (retention removed it), past its end 400.
-pub async fn read_once(st: &DsState, found: &Found, from: ReadFrom, wait: Duration) -> Result<ReadResult, DsError> {
-    fork::read(st, &found.segments, from, wait, READ_RECORDS, READ_BYTES).await
+/// Reads once (across a fork's segments) as `reader`, waiting up to
+/// `wait`; an offset below the stream's start is 410 (retention removed it),
+/// past its end 400. The reader must be allowed to read every segment's
+/// topic before the read and again before its records are returned (the
+/// token may have been revoked while the read waited).
+pub async fn read_once(
+    st: &DsState,
+    reader: &Reader,
+    found: &Found,
+    from: ReadFrom,
+    wait: Duration,
+) -> Result<ReadResult, DsError> {
+    reader.check(st, found)?;
+    let r = reader
+        .scoped(fork::read(st, &found.segments, from, wait, READ_RECORDS, READ_BYTES))
+        .await?;
+    if !r.records.is_empty() {
+        reader.check(st, found)?;
+    }
+    Ok(r)
 }
 
 /// Whether a reader at `next` has reached the end of a closed stream.
@@ -147,12 +164,15 @@ pub async fn get(
 ) -> Result<Response, DsError> {
     let q = parse_query(query).map_err(DsError::bad)?;
     let found = stream::find(st, path).await?;
+    let reader = Reader::current();
+    // Before anything is touched: a fork's reader needs read on its sources too.
+    reader.check(st, &found)?;
     stream::touch_for_read(st, &found).await;
     if q.live == Live::Sse {
-        return sse::serve(st, found, &q).await;
+        return sse::serve(st, reader, found, &q).await;
     }
     let from = read_from(q.offset);
-    let mut r = read_once(st, &found, from, Duration::ZERO).await?;
+    let mut r = read_once(st, &reader, &found, from, Duration::ZERO).await?;
     let mut found = found;
     let live = q.live == Live::LongPoll;
     if live && r.records.is_empty() && !at_closed_end(&found, r.next_offset) {
@@ -164,7 +184,7 @@ pub async fn get(
             if left.is_zero() {
                 break;
             }
-            r = read_once(st, &found, at, left.min(WAIT_SLICE)).await?;
+            r = read_once(st, &reader, &found, at, left.min(WAIT_SLICE)).await?;
             if !r.records.is_empty() {
                 break;
             }

@@ -9,6 +9,7 @@
 //! closed stream's end is reached the last control event says
 //! `streamClosed` and the response ends.
 
+use super::access::Reader;
 use super::headers as h;
 use super::offset::{self, token};
 use super::read::{at_closed_end, body, read_from, read_once, Query, WAIT_SLICE};
@@ -109,8 +110,15 @@ pub fn control_event(next: Offset, cursor: u64, up_to_date: bool, closed: bool) 
     format!("event: control\ndata:{}\n\n", serde_json::Value::Object(v)).into_bytes()
 }
 
+/// An `error` event: why the tail ended (`{"status", "message"}`).
+pub fn error_event(e: &DsError) -> Vec<u8> {
+    let data = serde_json::json!({ "status": e.status.as_u16(), "message": e.message });
+    format!("event: error\ndata:{data}\n\n").into_bytes()
+}
+
 struct Tail {
     path: String,
+    reader: Reader,
     found: Found,
     enc: Encoding,
     from: ReadFrom,
@@ -137,12 +145,16 @@ impl Tail {
                 WAIT_SLICE
             };
             let first = std::mem::replace(&mut self.first, false);
-            let r = match read_once(st, &self.found, self.from, wait).await {
+            let r = match read_once(st, &self.reader, &self.found, self.from, wait).await {
                 Ok(r) => r,
                 Err(e) => {
                     tracing::debug!(topic = %self.found.topic, error = %e.message, "SSE tail ended");
                     self.done = true;
-                    return None;
+                    // Refused credentials end the tail with a reason; other
+                    // errors (the stream moved or was deleted) just end it,
+                    // and the client reconnects.
+                    let refused = matches!(e.status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN);
+                    return refused.then(|| Bytes::from(error_event(&e)));
                 }
             };
             self.from = ReadFrom::At(r.next_offset);
@@ -178,14 +190,15 @@ impl Tail {
     }
 }
 
-pub async fn serve(st: &Arc<DsState>, found: Found, q: &Query) -> Result<Response, DsError> {
+pub async fn serve(st: &Arc<DsState>, reader: Reader, found: Found, q: &Query) -> Result<Response, DsError> {
     let enc = encoding_for(&found.meta.content_type);
     let from = read_from(q.offset);
     // A first read here, so a bad offset is an HTTP error, not an event.
-    read_once(st, &found, from, Duration::ZERO).await?;
+    read_once(st, &reader, &found, from, Duration::ZERO).await?;
     let now_secs = (super::time::now_ms() / 1000).max(0) as u64;
     let tail = Tail {
         path: found.meta.path.clone(),
+        reader,
         found,
         enc,
         from,

@@ -51,6 +51,9 @@ pub struct FakeEngine {
     pub caught_up_to: Mutex<Vec<u64>>,
 }
 
+/// The peer credential the fake accepts.
+pub const PEER: &str = "test-peer-credential";
+
 impl FakeEngine {
     pub fn new(limits: Limits) -> Arc<Self> {
         Arc::new(Self {
@@ -280,6 +283,10 @@ impl Engine for FakeEngine {
             }
             let _ = tokio::time::timeout_at(deadline, notified).await;
         }
+    }
+
+    fn is_peer(&self, presented: &str) -> bool {
+        presented == PEER
     }
 
     async fn catch_up_to(&self, index: u64) -> bool {

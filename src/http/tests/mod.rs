@@ -875,9 +875,19 @@ async fn a_forwarded_request_first_catches_up_with_the_forwarders_metadata() {
     let read = |mark: &'static str| {
         Request::get("/v1/topics/t/partitions/0/records")
             .header(crate::api::FORWARDED_HEADER, mark)
+            .header(crate::api::PEER_HEADER, fake::PEER)
             .body(Body::empty())
             .unwrap()
     };
+    // Without the peer credential the mark is ignored: no catching up.
+    for peer in [None, Some("not-the-credential")] {
+        let mut req = Request::get("/v1/topics/t/partitions/0/records").header(crate::api::FORWARDED_HEADER, "9");
+        if let Some(p) = peer {
+            req = req.header(crate::api::PEER_HEADER, p);
+        }
+        assert_eq!(h.send(req.body(Body::empty()).unwrap()).await.status, StatusCode::OK);
+    }
+    assert!(h.engine.caught_up_to.lock().unwrap().is_empty(), "a client's mark made the node catch up");
     assert_eq!(h.send(read("7")).await.status, StatusCode::OK);
     // An older node's plain mark.
     assert_eq!(h.send(read("1")).await.status, StatusCode::OK);
