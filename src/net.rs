@@ -311,7 +311,9 @@ async fn serve_probe(stream: Stream, router: axum::Router, peer: std::net::Socke
             let e = crate::api::ApiError::unavailable(
                 "the node is at --max-connections; on a connection past the cap only /health and /ready are answered",
             );
-            Ok(axum::response::IntoResponse::into_response(crate::http::error::HttpError(e)))
+            Ok(axum::response::IntoResponse::into_response(
+                crate::http::error::HttpError(e),
+            ))
         }
     });
     let conn = builder.serve_connection(hyper_util::rt::TokioIo::new(stream), service);
@@ -417,7 +419,11 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_stalled_body_ends_with_an_error_and_a_flowing_one_does_not() {
         let (mut tx, rx) = futures::channel::mpsc::channel::<Result<Frame<Bytes>, io::Error>>(4);
-        let body = StallTimeout::new(http_body_util::StreamBody::new(rx), Duration::from_secs(5), Duration::from_secs(60));
+        let body = StallTimeout::new(
+            http_body_util::StreamBody::new(rx),
+            Duration::from_secs(5),
+            Duration::from_secs(60),
+        );
         let reader = tokio::spawn(async move { body.collect().await.map(|c| c.to_bytes()) });
         for _ in 0..3 {
             tokio::time::sleep(Duration::from_secs(4)).await;
@@ -430,7 +436,11 @@ mod tests {
         assert!(err.to_string().contains("no request body bytes"), "{err}");
 
         let (mut tx, rx) = futures::channel::mpsc::channel::<Result<Frame<Bytes>, io::Error>>(4);
-        let body = StallTimeout::new(http_body_util::StreamBody::new(rx), Duration::from_secs(5), Duration::from_secs(60));
+        let body = StallTimeout::new(
+            http_body_util::StreamBody::new(rx),
+            Duration::from_secs(5),
+            Duration::from_secs(60),
+        );
         let reader = tokio::spawn(async move { body.collect().await.map(|c| c.to_bytes()) });
         futures::SinkExt::send(&mut tx, Ok(Frame::data(Bytes::from_static(b"ab"))))
             .await
@@ -442,13 +452,20 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_body_that_trickles_past_its_total_deadline_ends_with_an_error() {
         let (mut tx, rx) = futures::channel::mpsc::channel::<Result<Frame<Bytes>, io::Error>>(4);
-        let body = StallTimeout::new(http_body_util::StreamBody::new(rx), Duration::from_secs(5), Duration::from_secs(10));
+        let body = StallTimeout::new(
+            http_body_util::StreamBody::new(rx),
+            Duration::from_secs(5),
+            Duration::from_secs(10),
+        );
         let reader = tokio::spawn(async move { body.collect().await.map(|c| c.to_bytes()) });
         // A byte every 4 s: never a 5 s gap, but 10 s in total is reached.
         let sender = tokio::spawn(async move {
             for _ in 0..10 {
                 tokio::time::sleep(Duration::from_secs(4)).await;
-                if futures::SinkExt::send(&mut tx, Ok(Frame::data(Bytes::from_static(b"x")))).await.is_err() {
+                if futures::SinkExt::send(&mut tx, Ok(Frame::data(Bytes::from_static(b"x"))))
+                    .await
+                    .is_err()
+                {
                     return;
                 }
             }

@@ -86,7 +86,11 @@ fn hex(b: &[u8]) -> String {
 async fn load_or_create(store: &DynStore) -> anyhow::Result<Bytes> {
     for _ in 0..3 {
         if let Some(key) = store.get(KEY, None).await? {
-            anyhow::ensure!(key.len() == KEY_BYTES, "{KEY} holds {} bytes, not {KEY_BYTES}", key.len());
+            anyhow::ensure!(
+                key.len() == KEY_BYTES,
+                "{KEY} holds {} bytes, not {KEY_BYTES}",
+                key.len()
+            );
             return Ok(key);
         }
         let mut fresh = [0u8; KEY_BYTES];

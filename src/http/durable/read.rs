@@ -1,11 +1,11 @@
 //! `GET`: catch-up reads (`offset`), long polls (`live=long-poll`), and the
 //! hand-off to SSE (`live=sse`).
 
+use super::access::Reader;
 use super::headers::{self as h};
 use super::offset::{self, token, Start};
 use super::reply::{no_store, DsError, Reply};
 use super::stream::{self, Found};
-use super::access::Reader;
 use super::{fork, json, sse, DsState};
 use crate::api::{ReadFrom, ReadResult};
 use crate::ids::Offset;

@@ -887,7 +887,10 @@ async fn a_forwarded_request_first_catches_up_with_the_forwarders_metadata() {
         }
         assert_eq!(h.send(req.body(Body::empty()).unwrap()).await.status, StatusCode::OK);
     }
-    assert!(h.engine.caught_up_to.lock().unwrap().is_empty(), "a client's mark made the node catch up");
+    assert!(
+        h.engine.caught_up_to.lock().unwrap().is_empty(),
+        "a client's mark made the node catch up"
+    );
     assert_eq!(h.send(read("7")).await.status, StatusCode::OK);
     // An older node's plain mark.
     assert_eq!(h.send(read("1")).await.status, StatusCode::OK);

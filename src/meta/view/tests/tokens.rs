@@ -4,7 +4,13 @@ use super::*;
 use crate::auth::{Op, Scope, TokenRecord};
 
 fn record(id: &str) -> TokenRecord {
-    let (_, mut r) = crate::auth::token::issue("ci", vec![Scope::new("orders*", &[Op::Read])], 1_000, Some(2_000), "admin");
+    let (_, mut r) = crate::auth::token::issue(
+        "ci",
+        vec![Scope::new("orders*", &[Op::Read])],
+        1_000,
+        Some(2_000),
+        "admin",
+    );
     r.id = id.to_string();
     r
 }
