@@ -282,6 +282,7 @@ fn kafka_request_frames_decode_or_fail_without_panicking() {
     let opts = sluice::kafka::Options {
         max_frame_bytes: 1 << 20,
         auto_create_topics: false,
+        ..sluice::kafka::Options::defaults()
     };
     fuzz("kafka", valid_kafka_requests(), |frame| {
         let frame = Bytes::copy_from_slice(frame);
