@@ -34,7 +34,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use wire::{DecodeError, Reader, Writer};
+use wire::{DecodeError, Encoded, Reader, Writer};
 
 pub use framing::{read_frame, read_frame_timed, ConnError, FrameCap, FrameTimeouts, RequestMemory};
 
@@ -231,7 +231,7 @@ const READ_AHEAD: usize = 4;
 /// the connection sends nothing (each request checks it too).
 pub const TOKEN_RECHECK: Duration = Duration::from_secs(1);
 
-type Handled<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Option<Bytes>, DecodeError>> + Send + 'a>>;
+type Handled<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Option<Encoded>, DecodeError>> + Send + 'a>>;
 
 /// What a connection needs from its listener.
 struct Conn {
@@ -272,7 +272,8 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
         memory,
         login_by,
     } = conn;
-    let (mut rd, mut wr) = tokio::io::split(socket);
+    let (mut rd, wr) = tokio::io::split(socket);
+    let mut wr = tokio::io::BufWriter::with_capacity(WRITE_BUFFER, wr);
     let (frames_tx, mut frames) = tokio::sync::mpsc::channel(READ_AHEAD);
     let engine = &engine;
     let groups = groups.as_ref();
@@ -387,8 +388,8 @@ fn is_produce(frame: &[u8]) -> bool {
 /// [`handle_in`] of `frame`, timed into `kafka_request_seconds`.
 async fn timed(
     api: &'static str,
-    handled: impl std::future::Future<Output = Result<Option<Bytes>, DecodeError>>,
-) -> Result<Option<Bytes>, DecodeError> {
+    handled: impl std::future::Future<Output = Result<Option<Encoded>, DecodeError>>,
+) -> Result<Option<Encoded>, DecodeError> {
     let started = tokio::time::Instant::now();
     let r = handled.await;
     let outcome = if r.is_ok() { "ok" } else { "malformed" };
@@ -400,11 +401,16 @@ async fn timed(
     r
 }
 
-async fn write_response<W: AsyncWrite + Unpin>(wr: &mut W, response: Option<Bytes>) -> Result<(), ConnError> {
+/// Writes one response frame. `wr` is buffered, so the small parts of an
+/// [`Encoded`] are copied through its buffer while large record batches go
+/// out as they are: an answer is never assembled in one piece.
+async fn write_response<W: AsyncWrite + Unpin>(wr: &mut W, response: Option<Encoded>) -> Result<(), ConnError> {
     if let Some(response) = response {
         let len = u32::try_from(response.len()).unwrap_or(u32::MAX);
         wr.write_all(&len.to_be_bytes()).await?;
-        wr.write_all(&response).await?;
+        for part in response.parts() {
+            wr.write_all(part).await?;
+        }
         wr.flush().await?;
     }
     Ok(())
@@ -432,6 +438,10 @@ pub async fn handle(engine: &dyn Engine, opts: Options, frame: Bytes) -> Result<
     handle_in(engine, &Groups::new(), opts, frame, "").await
 }
 
+/// Bytes of response written to a connection at once; larger parts of a
+/// response bypass the buffer.
+const WRITE_BUFFER: usize = 64 * 1024;
+
 /// One frame of a connection with `session`: the SASL gate (see
 /// [`sasl`]) decides whether it is served, as whom, or closes the
 /// connection; an authenticated principal's requests run against its
@@ -443,10 +453,10 @@ async fn handle_gated(
     opts: Options,
     frame: Bytes,
     peer: &str,
-) -> Result<Option<Bytes>, DecodeError> {
+) -> Result<Option<Encoded>, DecodeError> {
     let key = frame.get(..2).map_or(-1, |k| i16::from_be_bytes([k[0], k[1]]));
     match session.gate(engine.as_ref(), key, &frame) {
-        sasl::Gate::Raw(reply) => Ok(Some(reply)),
+        sasl::Gate::Raw(reply) => Ok(Some(reply.into())),
         sasl::Gate::Close(why) => {
             tracing::info!(peer, key, why, "closing kafka connection");
             Err(DecodeError {
@@ -475,7 +485,8 @@ pub async fn handle_in(
     frame: Bytes,
     peer: &str,
 ) -> Result<Option<Bytes>, DecodeError> {
-    handle_with(engine, &sasl::Session::default(), groups, opts, frame, peer).await
+    let answer = handle_with(engine, &sasl::Session::default(), groups, opts, frame, peer).await?;
+    Ok(answer.map(Encoded::into_bytes))
 }
 
 /// [`handle_in`] on a connection's SASL session.
@@ -486,7 +497,7 @@ async fn handle_with(
     opts: Options,
     frame: Bytes,
     peer: &str,
-) -> Result<Option<Bytes>, DecodeError> {
+) -> Result<Option<Encoded>, DecodeError> {
     let mut peek = Reader::new(frame.clone());
     let key = peek.i16()?;
     let version = peek.i16()?;
@@ -501,7 +512,7 @@ async fn handle_with(
             w.i16(code::UNSUPPORTED_VERSION);
         }
         tracing::debug!(key, version, "unsupported kafka request");
-        return Ok(Some(w.buf.freeze()));
+        return Ok(Some(w.finish()));
     }
     let mut r = Reader::new(frame);
     let header = decode_header(&mut r)?;
@@ -559,7 +570,7 @@ async fn handle_with(
         _ => unreachable!("supported() admits only the keys above"),
     }
     tracing::trace!(key, version, client = ?header.client_id, "kafka request answered");
-    Ok(Some(w.buf.freeze()))
+    Ok(Some(w.finish()))
 }
 
 // ------------------------------------------------------------ Metadata

@@ -478,7 +478,7 @@ pub fn encode_fetch(w: &mut Writer, version: i16, topics: &[(String, Vec<FetchPa
             if version >= 11 {
                 w.i32(-1); // preferred_read_replica
             }
-            w.bytes_parts(&p.batches);
+            w.bytes_shared(&p.batches);
         }
     }
 }
