@@ -564,6 +564,40 @@ mod tests {
     }
 
     #[test]
+    fn hostile_client_limits_default_to_kafkas_and_bad_values_are_refused() {
+        let c = parse(&["--node-id", "n1"]).validate().unwrap();
+        assert_eq!(c.kafka_max_unauthenticated_frame_bytes, 524_288);
+        assert_eq!(c.kafka_max_request_memory_bytes, 256 << 20);
+        assert_eq!(c.kafka_fetch_max_bytes, 57_671_680, "Kafka's fetch.max.bytes");
+        assert_eq!(c.kafka_auth_deadline, Duration::from_secs(10));
+        assert_eq!(c.max_connections_per_ip, 1024);
+        for flag in [
+            "--kafka-max-unauthenticated-frame-bytes",
+            "--kafka-fetch-max-bytes",
+            "--kafka-auth-deadline-sec",
+            "--max-connections-per-ip",
+        ] {
+            let err = parse(&["--node-id", "n1", flag, "0"]).validate().unwrap_err();
+            assert!(err.contains(flag), "{err}");
+        }
+        // A budget smaller than one frame would never let that frame in.
+        let err = parse(&[
+            "--node-id",
+            "n1",
+            "--kafka-max-frame-bytes",
+            "2000000",
+            "--kafka-max-request-memory-bytes",
+            "1000000",
+        ])
+        .validate()
+        .unwrap_err();
+        assert_eq!(
+            err,
+            "--kafka-max-request-memory-bytes (1000000) must be at least --kafka-max-frame-bytes (2000000)"
+        );
+    }
+
+    #[test]
     fn transport_flags_default_and_bad_values_are_refused() {
         let c = parse(&["--node-id", "n1"]).validate().unwrap();
         assert!(c.tls.is_none());

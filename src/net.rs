@@ -1,7 +1,8 @@
 //! What both listeners (HTTP and Kafka) share at the transport level: TLS
-//! (rustls with the aws-lc-rs provider the AWS SDK already uses), a cap on
-//! concurrent connections, and the timeouts that keep a slow or silent
-//! client from holding a connection forever.
+//! (rustls with the aws-lc-rs provider the AWS SDK already uses), caps on
+//! concurrent connections (in all and per client address), and the
+//! timeouts that keep a slow or silent client from holding a connection
+//! forever.
 //!
 //! The HTTP listener's accept loop lives here too ([`serve_http`]): it is
 //! hyper's HTTP/1 connection driver with a header-read timeout, a header
@@ -12,8 +13,8 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use std::future::Future;
 use std::collections::HashMap;
+use std::future::Future;
 use std::io;
 use std::net::IpAddr;
 use std::path::Path;
@@ -401,11 +402,17 @@ mod tests {
         let from_a: Vec<Admitted> = (0..3).map(|_| limit.admit(a, 3).expect("within a's share")).collect();
         assert!(limit.admit(a, 3).is_none(), "a's fourth is over the per-address cap");
         let mapped: IpAddr = "::ffff:10.0.0.1".parse().unwrap();
-        assert!(limit.admit(mapped, 3).is_none(), "the IPv4-mapped form is the same address");
+        assert!(
+            limit.admit(mapped, 3).is_none(),
+            "the IPv4-mapped form is the same address"
+        );
         let _from_b = limit.admit(b, 3).expect("another address still gets in");
         drop(from_a);
         assert!(limit.per_ip.lock().unwrap().get(&a).is_none(), "no entry is left for a");
-        assert!(limit.admit(a, 3).is_some(), "closed connections give the address its share back");
+        assert!(
+            limit.admit(a, 3).is_some(),
+            "closed connections give the address its share back"
+        );
         // A refusal at the per-address cap takes no slot of the listener.
         let limit = ConnLimit::new("test", 2);
         let _one = limit.admit(a, 1).unwrap();

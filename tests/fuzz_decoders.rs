@@ -367,7 +367,11 @@ fn kafka_frames_are_read_within_the_caps_and_budgets_without_panicking() {
             let max = match cap {
                 FrameCap::BeforeLogin(n) | FrameCap::Open(n) => n,
             };
-            assert!((8..=max).contains(&frame.body.len()), "{} bytes past the cap", frame.body.len());
+            assert!(
+                (8..=max).contains(&frame.body.len()),
+                "{} bytes past the cap",
+                frame.body.len()
+            );
             assert_eq!(frame.held.bytes(), frame.body.len());
             assert!(budget.in_use() <= OPEN && memory.in_use() <= OPEN * 2);
             frames += 1;

@@ -110,7 +110,9 @@ fn http(port: u16, method: &str, path: &str, bearer: Option<&str>, body: Option<
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     let body = body.map(|b| b.to_string()).unwrap_or_default();
-    let auth = bearer.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+    let auth = bearer
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
     write!(
         s,
         "{method} {path} HTTP/1.0\r\nHost: x\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
@@ -120,7 +122,10 @@ fn http(port: u16, method: &str, path: &str, bearer: Option<&str>, body: Option<
     let mut out = String::new();
     s.read_to_string(&mut out).unwrap();
     let status = out.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
-    let body = out.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    let body = out
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
     (status, body)
 }
 
@@ -137,7 +142,10 @@ fn create_topic(server: &Server, bearer: Option<&str>, topic: &str) {
     for _ in 0..500 {
         let (_, body) = http(server.port, "GET", &format!("/v1/topics/{topic}"), bearer, None);
         let v: Value = serde_json::from_str(&body).unwrap_or_default();
-        if v["partition_info"].as_array().is_some_and(|p| p.iter().all(|p| p["state"] == "open")) {
+        if v["partition_info"]
+            .as_array()
+            .is_some_and(|p| p.iter().all(|p| p["state"] == "open"))
+        {
             return;
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -479,7 +487,12 @@ fn a_fetch_naming_one_partition_1000_times_is_answered_once_within_the_cap() {
         "n1",
         dir.path(),
         free_port(),
-        &["--read-cache-bytes", &(16 * MIB).to_string(), "--flush-interval-sec", "1"],
+        &[
+            "--read-cache-bytes",
+            &(16 * MIB).to_string(),
+            "--flush-interval-sec",
+            "1",
+        ],
     );
     create_topic(&server, None, "big");
     let started = Instant::now();
@@ -580,12 +593,19 @@ fn sockets_that_never_log_in_are_closed_at_the_deadline_and_free_their_slots() {
     assert!(logged(&server, "not authenticated"), "the reason is logged");
     // Positive control: the client that logged in first is still served.
     early.write_all(&produce(5, "t", &batch(1, 10))).unwrap();
-    assert_eq!(produce_error(&response(&mut early).unwrap()), 0, "a logged-in client outlives the deadline");
+    assert_eq!(
+        produce_error(&response(&mut early).unwrap()),
+        0,
+        "a logged-in client outlives the deadline"
+    );
 }
 
 /// A TCP connection from `local` (a loopback address) to `addr`.
 fn connect_from(local: &str, addr: &str) -> TcpStream {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let s = rt.block_on(async {
         let socket = tokio::net::TcpSocket::new_v4().unwrap();
         socket.bind(format!("{local}:0").parse().unwrap()).unwrap();
@@ -688,9 +708,7 @@ fn a_revoked_token_closes_quiet_and_long_polling_connections() {
         Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => revoked.elapsed(),
         Err(e) => panic!("the long poll stayed open: {e}"),
     };
-    eprintln!(
-        "after revocation: quiet connection closed in {quiet_closed:?}, long-polling one in {poll_closed:?}"
-    );
+    eprintln!("after revocation: quiet connection closed in {quiet_closed:?}, long-polling one in {poll_closed:?}");
     assert!(quiet_closed < Duration::from_secs(4), "{quiet_closed:?}");
     assert!(poll_closed < Duration::from_secs(4), "{poll_closed:?}");
     assert!(got.is_empty(), "the long poll was answered after revocation");
@@ -765,7 +783,11 @@ fn an_unauthorized_delete_groups_answers_group_authorization_failed_and_keeps_th
     login(&mut s, &reader);
     s.write_all(&offset_commit(10, "g", "t", 0)).unwrap();
     let body = response(&mut s).unwrap();
-    assert_eq!(i16::from_be_bytes([body[body.len() - 2], body[body.len() - 1]]), 0, "committed");
+    assert_eq!(
+        i16::from_be_bytes([body[body.len() - 2], body[body.len() - 1]]),
+        0,
+        "committed"
+    );
     assert_eq!(committed(&mut s, "g", "t"), 0);
     assert_eq!(delete_group(&mut s, "g"), 30, "GROUP_AUTHORIZATION_FAILED");
     assert_eq!(committed(&mut s, "g", "t"), 0, "the offsets are kept");

@@ -345,7 +345,10 @@ mod tests {
         assert!(err.to_string().contains("before SASL authentication"), "{err}");
         assert_eq!(r.position(), 4, "nothing past the length is read");
         let mut r = std::io::Cursor::new(frame(512));
-        assert_eq!(read_frame(&mut r, || before, &b).await.unwrap().unwrap().body.len(), 512);
+        assert_eq!(
+            read_frame(&mut r, || before, &b).await.unwrap().unwrap().body.len(),
+            512
+        );
     }
 
     #[tokio::test]
@@ -364,7 +367,9 @@ mod tests {
         let writer = async {
             tokio::task::yield_now().await;
             logged_in.store(true, std::sync::atomic::Ordering::Relaxed);
-            tokio::io::AsyncWriteExt::write_all(&mut client, &frame(1000)).await.unwrap();
+            tokio::io::AsyncWriteExt::write_all(&mut client, &frame(1000))
+                .await
+                .unwrap();
         };
         let (read, ()) = tokio::join!(reader, writer);
         assert_eq!(read.unwrap().unwrap().body.len(), 1000);
@@ -388,18 +393,18 @@ mod tests {
         assert!(second.is_err(), "a frame over the connection's budget waits");
         assert_eq!(r.position(), 1504 + 4, "its body was not read");
         // Another connection's frame that fits the node's budget is read.
-        let other = read_frame(
-            &mut std::io::Cursor::new(frame(1500)),
-            || FrameCap::Open(2000),
-            &b,
-        )
-        .await
-        .unwrap()
-        .unwrap();
+        let other = read_frame(&mut std::io::Cursor::new(frame(1500)), || FrameCap::Open(2000), &b)
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(memory.in_use(), 3000);
         drop(first);
         drop(other);
-        assert_eq!((a.in_use(), memory.in_use()), (0, 0), "answered frames give their bytes back");
+        assert_eq!(
+            (a.in_use(), memory.in_use()),
+            (0, 0),
+            "answered frames give their bytes back"
+        );
     }
 
     #[tokio::test]
@@ -416,7 +421,10 @@ mod tests {
                 .map(|f| f.map(|f| f.body.len()))
         });
         tokio::time::sleep(Duration::from_millis(50)).await;
-        assert!(!waiting.is_finished(), "800 + 800 bytes do not fit a 1000-byte node budget");
+        assert!(
+            !waiting.is_finished(),
+            "800 + 800 bytes do not fit a 1000-byte node budget"
+        );
         drop(held);
         assert_eq!(waiting.await.unwrap().unwrap(), Some(800));
         assert_eq!(memory.in_use(), 0);
@@ -444,7 +452,9 @@ mod tests {
         tokio::time::sleep(Duration::from_secs(10)).await;
         drop(held);
         tokio::time::sleep(Duration::from_secs(1)).await;
-        tokio::io::AsyncWriteExt::write_all(&mut client, &[1u8; 500]).await.unwrap();
+        tokio::io::AsyncWriteExt::write_all(&mut client, &[1u8; 500])
+            .await
+            .unwrap();
         let f = reading.await.unwrap().expect("not cut off").unwrap();
         assert_eq!(f.body.len(), 500);
 
@@ -453,7 +463,9 @@ mod tests {
         tokio::io::AsyncWriteExt::write_all(&mut client, &(500u32).to_be_bytes())
             .await
             .unwrap();
-        tokio::io::AsyncWriteExt::write_all(&mut client, &[1u8; 10]).await.unwrap();
+        tokio::io::AsyncWriteExt::write_all(&mut client, &[1u8; 10])
+            .await
+            .unwrap();
         let err = read_frame_timed(&mut server, || FrameCap::Open(1000), &a, timeouts)
             .await
             .unwrap_err();
@@ -468,11 +480,16 @@ mod tests {
         tokio::io::AsyncWriteExt::write_all(&mut client, &(100u32 << 20).to_be_bytes())
             .await
             .unwrap();
-        tokio::io::AsyncWriteExt::write_all(&mut client, &[0u8; 100]).await.unwrap();
+        tokio::io::AsyncWriteExt::write_all(&mut client, &[0u8; 100])
+            .await
+            .unwrap();
         drop(client);
         let err = read_frame(&mut server, || FrameCap::Open(100 << 20), &b)
             .await
             .unwrap_err();
-        assert!(matches!(err, ConnError::Truncated { got: 100, want }  if want == 100 << 20), "{err}");
+        assert!(
+            matches!(err, ConnError::Truncated { got: 100, want }  if want == 100 << 20),
+            "{err}"
+        );
     }
 }

@@ -1,4 +1,6 @@
-//! The Kafka wire protocol front door: a TCP listener, bounded framing, and
+//! The Kafka wire protocol front door: a TCP listener, bounded framing
+//! (`framing.rs`: frame caps before and after login, byte budgets for
+//! requests read ahead, per connection and per node), and
 //! handlers for ApiVersions, Metadata, Produce, Fetch, ListOffsets, the
 //! classic consumer-group APIs (`coordinator.rs`, `groups.rs`) and the
 //! admin APIs (`admin.rs`) over the [`Engine`].
@@ -231,7 +233,8 @@ const READ_AHEAD: usize = 4;
 /// the connection sends nothing (each request checks it too).
 pub const TOKEN_RECHECK: Duration = Duration::from_secs(1);
 
-type Handled<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Option<Encoded>, DecodeError>> + Send + 'a>>;
+type Handled<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<Option<Encoded>, DecodeError>> + Send + 'a>>;
 
 /// What a connection needs from its listener.
 struct Conn {
@@ -306,8 +309,7 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
     };
     let process = async {
         // Each with the budget its request frame holds until it is answered.
-        let mut in_flight: std::collections::VecDeque<(Handled<'_>, framing::Held)> =
-            std::collections::VecDeque::new();
+        let mut in_flight: std::collections::VecDeque<(Handled<'_>, framing::Held)> = std::collections::VecDeque::new();
         loop {
             tokio::select! {
                 biased;

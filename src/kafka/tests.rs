@@ -1307,7 +1307,14 @@ fn a_partition_named_twice_is_fetched_once_with_its_last_fields_at_its_first_pla
         max_bytes: 100,
         isolation_level: 0,
         topics: vec![
-            ("a".into(), vec![fetch_partition(0, 1, 10), fetch_partition(1, 5, 10), fetch_partition(0, 2, 20)]),
+            (
+                "a".into(),
+                vec![
+                    fetch_partition(0, 1, 10),
+                    fetch_partition(1, 5, 10),
+                    fetch_partition(0, 2, 20),
+                ],
+            ),
             ("b".into(), vec![fetch_partition(0, 7, 10)]),
             ("a".into(), vec![fetch_partition(2, 0, 10), fetch_partition(1, 6, 30)]),
         ],
@@ -1318,7 +1325,11 @@ fn a_partition_named_twice_is_fetched_once_with_its_last_fields_at_its_first_pla
         vec![
             (
                 "a".to_string(),
-                vec![fetch_partition(0, 2, 20), fetch_partition(1, 6, 30), fetch_partition(2, 0, 10)]
+                vec![
+                    fetch_partition(0, 2, 20),
+                    fetch_partition(1, 6, 30),
+                    fetch_partition(2, 0, 10)
+                ]
             ),
             ("b".to_string(), vec![fetch_partition(0, 7, 10)]),
         ]
@@ -1373,7 +1384,11 @@ async fn a_fetch_answer_is_capped_and_names_a_repeated_partition_once() {
     let (error, hw, records) = fetch_answer(r);
     assert_eq!((error, hw), (0, 20), "one answer for the partition named 1000 times");
     let n = crate::stream::batch::batches("f", &records).count();
-    assert!(records.len() <= 10_000, "{} bytes over the 10 000-byte cap", records.len());
+    assert!(
+        records.len() <= 10_000,
+        "{} bytes over the 10 000-byte cap",
+        records.len()
+    );
     assert!(n >= 5, "as many whole batches as fit: {n}");
     // The request's own max_bytes still applies under the cap.
     let frame = request(FETCH, 11, 2, &repeated_fetch_body("f", 0, 3, 4000));
