@@ -347,10 +347,7 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
     tokio::select! {
         _ = reader => unreachable!("the reader never finishes"),
         r = process => r,
-        closed = watch_session(engine.as_ref(), session, login_by, opts.auth_deadline) => {
-            tracing::info!(peer, reason = %closed, "closing kafka connection");
-            Err(closed)
-        }
+        closed = watch_session(engine.as_ref(), session, login_by, opts.auth_deadline) => Err(closed),
     }
 }
 
@@ -845,8 +842,18 @@ async fn fetch_pass(
             match engine.read_batches(topic, p, Offset(from), max, Duration::ZERO).await {
                 Ok(read) => {
                     let mut batches = read.batches;
-                    if any && max == 0 {
-                        batches.clear(); // the response is full
+                    if any {
+                        // The engine returns a partition's first batch even
+                        // past `max`; only the answer's first may be.
+                        let mut used = 0;
+                        let fit = batches
+                            .iter()
+                            .take_while(|b| {
+                                used += b.len();
+                                used <= max
+                            })
+                            .count();
+                        batches.truncate(fit);
                     }
                     let n: usize = batches.iter().map(|b| b.len()).sum();
                     any |= n > 0;

@@ -1409,6 +1409,75 @@ async fn a_fetch_answer_is_capped_and_names_a_repeated_partition_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fetch_cap_holds_across_partitions_and_only_the_first_batch_may_exceed_it() {
+    let node = node().await;
+    let engine: &dyn Engine = node.as_ref();
+    engine.create_topic("m", 3, Default::default()).await.unwrap();
+    wait_open(engine, "m").await;
+    let value = "v".repeat(600);
+    for p in 0..3 {
+        let batch = encode_batch(Offset(0), &[record("k", &value, 1)]);
+        let produced = call(engine, request(PRODUCE, 8, 1, &produce_body(-1, "m", p, &batch))).await;
+        assert_eq!(produce_answer(produced).0, 0);
+    }
+    // Fetch v11 of partitions 0, 1, 2 with room for about one batch.
+    let mut w = Writer::default();
+    for v in [-1, 0, 1, i32::MAX] {
+        w.i32(v); // replica, max wait, min bytes, max bytes
+    }
+    w.i8(0);
+    w.i32(0);
+    w.i32(-1);
+    w.array_len(1);
+    w.string("m");
+    w.array_len(3);
+    for p in 0..3 {
+        w.i32(p);
+        w.i32(-1);
+        w.i64(0);
+        w.i64(-1);
+        w.i32(i32::MAX);
+    }
+    w.array_len(0);
+    w.string("");
+    let opts = Options {
+        fetch_max_bytes: 1000,
+        ..OPTS
+    };
+    for (cap, want) in [(1000, [1, 0, 0]), (100, [1, 0, 0]), (10_000, [1, 1, 1])] {
+        let opts = Options {
+            fetch_max_bytes: cap,
+            ..opts
+        };
+        let resp = handle(engine, opts, request(FETCH, 11, 2, &w.buf))
+            .await
+            .unwrap()
+            .unwrap();
+        let mut r = Reader::new(resp);
+        r.i32().unwrap();
+        r.i32().unwrap();
+        r.i16().unwrap();
+        r.i32().unwrap();
+        r.array_len(1).unwrap();
+        r.string().unwrap();
+        assert_eq!(r.array_len(1).unwrap(), 3);
+        let mut got = [0; 3];
+        for slot in got.iter_mut() {
+            r.i32().unwrap();
+            assert_eq!(r.i16().unwrap(), 0);
+            r.i64().unwrap();
+            r.i64().unwrap();
+            r.i64().unwrap();
+            r.array_len(0).unwrap();
+            r.i32().unwrap();
+            let records = r.nullable_bytes().unwrap().unwrap_or_default();
+            *slot = crate::stream::batch::batches("m", &records).count();
+        }
+        assert_eq!(got, want, "batches per partition under a {cap}-byte cap");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unauthorized_delete_groups_is_refused_per_group_and_changes_nothing() {
     use crate::auth::{Op, Principal, Scope};
     let node = node().await;
