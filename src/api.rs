@@ -408,6 +408,12 @@ pub trait Engine: Send + Sync + 'static {
     fn offset_groups(&self) -> Vec<String> {
         Vec::new()
     }
+    /// Whether the caller may delete `group` (`forbidden` if not), asked
+    /// before anything of the group is touched. Everyone may by default.
+    fn authorize_group_delete(&self, group: &str) -> ApiResult<()> {
+        let _ = group;
+        Ok(())
+    }
     /// Forget a consumer group's committed offsets (`not_found` if it has none).
     async fn delete_group(&self, group: &str) -> ApiResult<()> {
         let _ = group;

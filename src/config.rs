@@ -56,6 +56,28 @@ pub struct ServeArgs {
     #[arg(long, env = "SLUICE_KAFKA_MAX_FRAME_BYTES", default_value_t = 100 * 1024 * 1024)]
     pub kafka_max_frame_bytes: usize,
 
+    /// Largest Kafka request frame accepted before the connection has
+    /// logged in with SASL (with --auth on; Kafka's 512 KiB rule); a longer
+    /// frame closes the connection as soon as its length is read.
+    #[arg(long, env = "SLUICE_KAFKA_MAX_UNAUTHENTICATED_FRAME_BYTES", default_value_t = 512 * 1024)]
+    pub kafka_max_unauthenticated_frame_bytes: usize,
+
+    /// Bytes of Kafka request frames all connections together may hold
+    /// (read but not yet answered); a connection whose next frame does not
+    /// fit waits before reading its body. At least --kafka-max-frame-bytes.
+    #[arg(long, env = "SLUICE_KAFKA_MAX_REQUEST_MEMORY_BYTES", default_value_t = 256 * 1024 * 1024)]
+    pub kafka_max_request_memory_bytes: usize,
+
+    /// Largest Kafka Fetch response, whatever the request's max_bytes
+    /// (Kafka's fetch.max.bytes); at least one batch is always returned.
+    #[arg(long, env = "SLUICE_KAFKA_FETCH_MAX_BYTES", default_value_t = 55 * 1024 * 1024)]
+    pub kafka_fetch_max_bytes: usize,
+
+    /// Seconds a Kafka connection has, from accept, to log in with SASL
+    /// when --auth is on; one that has not is closed.
+    #[arg(long, env = "SLUICE_KAFKA_AUTH_DEADLINE_SEC", default_value_t = 10)]
+    pub kafka_auth_deadline_sec: u64,
+
     /// PEM certificate chain: serve both listeners over TLS (with --tls-key).
     #[arg(long, env = "SLUICE_TLS_CERT", requires = "tls_key")]
     pub tls_cert: Option<std::path::PathBuf>,
@@ -72,6 +94,11 @@ pub struct ServeArgs {
     /// Connections each listener keeps open at once; more are closed on accept.
     #[arg(long, env = "SLUICE_MAX_CONNECTIONS", default_value_t = 4096)]
     pub max_connections: usize,
+
+    /// Connections one client address may keep open at once, per listener;
+    /// more from that address are closed on accept.
+    #[arg(long, env = "SLUICE_MAX_CONNECTIONS_PER_IP", default_value_t = 1024)]
+    pub max_connections_per_ip: usize,
 
     /// Seconds a client may take for a TLS handshake, an HTTP request head, a
     /// Kafka frame once started, or a pause inside an HTTP body.
@@ -232,8 +259,13 @@ pub struct Config {
     pub advertised_http_addr: String,
     pub advertised_kafka_addr: String,
     pub kafka_max_frame_bytes: usize,
+    pub kafka_max_unauthenticated_frame_bytes: usize,
+    pub kafka_max_request_memory_bytes: usize,
+    pub kafka_fetch_max_bytes: usize,
+    pub kafka_auth_deadline: Duration,
     pub tls: Option<crate::net::Tls>,
     pub max_connections: usize,
+    pub max_connections_per_ip: usize,
     pub read_timeout: Duration,
     pub kafka_idle_timeout: Duration,
     pub request_body_timeout: Duration,
@@ -336,7 +368,14 @@ impl ServeArgs {
             ("--max-record-bytes", self.max_record_bytes),
             ("--max-request-bytes", self.max_request_bytes),
             ("--kafka-max-frame-bytes", self.kafka_max_frame_bytes),
+            (
+                "--kafka-max-unauthenticated-frame-bytes",
+                self.kafka_max_unauthenticated_frame_bytes,
+            ),
+            ("--kafka-fetch-max-bytes", self.kafka_fetch_max_bytes),
+            ("--kafka-auth-deadline-sec", self.kafka_auth_deadline_sec as usize),
             ("--max-connections", self.max_connections),
+            ("--max-connections-per-ip", self.max_connections_per_ip),
             ("--read-timeout-sec", self.read_timeout_sec as usize),
             ("--kafka-idle-timeout-sec", self.kafka_idle_timeout_sec as usize),
             ("--request-body-timeout-sec", self.request_body_timeout_sec as usize),
@@ -349,6 +388,12 @@ impl ServeArgs {
             return Err(format!(
                 "--max-record-bytes ({}) must not exceed --max-request-bytes ({})",
                 self.max_record_bytes, self.max_request_bytes
+            ));
+        }
+        if self.kafka_max_request_memory_bytes < self.kafka_max_frame_bytes {
+            return Err(format!(
+                "--kafka-max-request-memory-bytes ({}) must be at least --kafka-max-frame-bytes ({})",
+                self.kafka_max_request_memory_bytes, self.kafka_max_frame_bytes
             ));
         }
         if self.max_buffered_bytes < self.max_request_bytes {
@@ -437,8 +482,13 @@ impl ServeArgs {
             http_addr: self.http_addr.clone(),
             kafka_addr: self.kafka_addr.clone(),
             kafka_max_frame_bytes: self.kafka_max_frame_bytes,
+            kafka_max_unauthenticated_frame_bytes: self.kafka_max_unauthenticated_frame_bytes,
+            kafka_max_request_memory_bytes: self.kafka_max_request_memory_bytes,
+            kafka_fetch_max_bytes: self.kafka_fetch_max_bytes,
+            kafka_auth_deadline: Duration::from_secs(self.kafka_auth_deadline_sec),
             tls,
             max_connections: self.max_connections,
+            max_connections_per_ip: self.max_connections_per_ip,
             read_timeout: Duration::from_secs(self.read_timeout_sec),
             kafka_idle_timeout: Duration::from_secs(self.kafka_idle_timeout_sec),
             request_body_timeout: Duration::from_secs(self.request_body_timeout_sec),
@@ -519,6 +569,40 @@ mod tests {
             .validate()
             .unwrap_err();
         assert!(err.contains("--kafka-max-frame-bytes"), "{err}");
+    }
+
+    #[test]
+    fn hostile_client_limits_default_to_kafkas_and_bad_values_are_refused() {
+        let c = parse(&["--node-id", "n1"]).validate().unwrap();
+        assert_eq!(c.kafka_max_unauthenticated_frame_bytes, 524_288);
+        assert_eq!(c.kafka_max_request_memory_bytes, 256 << 20);
+        assert_eq!(c.kafka_fetch_max_bytes, 57_671_680, "Kafka's fetch.max.bytes");
+        assert_eq!(c.kafka_auth_deadline, Duration::from_secs(10));
+        assert_eq!(c.max_connections_per_ip, 1024);
+        for flag in [
+            "--kafka-max-unauthenticated-frame-bytes",
+            "--kafka-fetch-max-bytes",
+            "--kafka-auth-deadline-sec",
+            "--max-connections-per-ip",
+        ] {
+            let err = parse(&["--node-id", "n1", flag, "0"]).validate().unwrap_err();
+            assert!(err.contains(flag), "{err}");
+        }
+        // A budget smaller than one frame would never let that frame in.
+        let err = parse(&[
+            "--node-id",
+            "n1",
+            "--kafka-max-frame-bytes",
+            "2000000",
+            "--kafka-max-request-memory-bytes",
+            "1000000",
+        ])
+        .validate()
+        .unwrap_err();
+        assert_eq!(
+            err,
+            "--kafka-max-request-memory-bytes (1000000) must be at least --kafka-max-frame-bytes (2000000)"
+        );
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! What both listeners (HTTP and Kafka) share at the transport level: TLS
-//! (rustls with the aws-lc-rs provider the AWS SDK already uses), a cap on
-//! concurrent connections, and the timeouts that keep a slow or silent
-//! client from holding a connection forever.
+//! (rustls with the aws-lc-rs provider the AWS SDK already uses), caps on
+//! concurrent connections (in all and per client address), and the
+//! timeouts that keep a slow or silent client from holding a connection
+//! forever.
 //!
 //! The HTTP listener's accept loop lives here too ([`serve_http`]): it is
 //! hyper's HTTP/1 connection driver with a header-read timeout, a header
@@ -12,8 +13,10 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use std::collections::HashMap;
 use std::future::Future;
 use std::io;
+use std::net::IpAddr;
 use std::path::Path;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -96,6 +99,8 @@ pub struct Transport {
     pub tls: Option<Tls>,
     /// Connections open at once; one more is closed as soon as it is accepted.
     pub max_connections: usize,
+    /// Connections open at once from one client address (the same rule).
+    pub max_connections_per_ip: usize,
     /// A TLS handshake, an HTTP request head, a Kafka frame once its first
     /// byte arrived, or a gap inside an HTTP body may take this long.
     pub read_timeout: Duration,
@@ -114,6 +119,7 @@ impl Transport {
         Self {
             tls: c.tls.clone(),
             max_connections: c.max_connections,
+            max_connections_per_ip: c.max_connections_per_ip,
             read_timeout: c.read_timeout,
             idle_timeout: c.kafka_idle_timeout,
             max_header_bytes: c.max_header_bytes,
@@ -126,6 +132,7 @@ impl Transport {
         Self {
             tls: None,
             max_connections: 4096,
+            max_connections_per_ip: 4096,
             read_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(600),
             max_header_bytes: 64 * 1024,
@@ -134,29 +141,73 @@ impl Transport {
     }
 }
 
-/// Counts open connections of one listener.
+/// Counts open connections of one listener, in all and per client address.
 #[derive(Debug, Clone)]
 pub struct ConnLimit {
     slots: Arc<Semaphore>,
+    /// Open connections per client address; an address with none has no entry.
+    per_ip: Arc<std::sync::Mutex<HashMap<IpAddr, usize>>>,
     listener: &'static str,
+}
+
+/// One admitted connection: its slot, and its count against its address.
+/// Dropping it (when the connection ends) gives both back.
+#[derive(Debug)]
+pub struct Admitted {
+    _slot: OwnedSemaphorePermit,
+    per_ip: Arc<std::sync::Mutex<HashMap<IpAddr, usize>>>,
+    ip: IpAddr,
+}
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        let mut per_ip = self.per_ip.lock().unwrap();
+        if let Some(n) = per_ip.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                per_ip.remove(&self.ip);
+            }
+        }
+    }
 }
 
 impl ConnLimit {
     pub fn new(listener: &'static str, max: usize) -> Self {
         Self {
-            slots: Arc::new(Semaphore::new(max)),
+            slots: Arc::new(Semaphore::new(max.min(Semaphore::MAX_PERMITS))),
+            per_ip: Arc::default(),
             listener,
         }
     }
 
-    /// A slot for a new connection, or `None` at the cap (the caller drops
-    /// the socket, which closes it; open connections are not affected).
-    pub fn admit(&self) -> Option<OwnedSemaphorePermit> {
-        let permit = self.slots.clone().try_acquire_owned().ok();
-        if permit.is_none() {
-            crate::telemetry::count("sluice_connections_refused_total", &[("listener", self.listener)]);
+    /// A slot for a new connection from `peer`, or `None` at the listener's
+    /// cap or at `max_per_ip` connections from that address (the caller
+    /// drops the socket, which closes it; open connections are not
+    /// affected). An IPv4 address seen as IPv6 (`::ffff:a.b.c.d`) counts as
+    /// the IPv4 one.
+    pub fn admit(&self, peer: IpAddr, max_per_ip: usize) -> Option<Admitted> {
+        let ip = peer.to_canonical();
+        let refused = |reason| {
+            crate::telemetry::count(
+                "sluice_connections_refused_total",
+                &[("listener", self.listener), ("reason", reason)],
+            );
+            None
+        };
+        let mut per_ip = self.per_ip.lock().unwrap();
+        let open = per_ip.get(&ip).copied().unwrap_or(0);
+        if open >= max_per_ip {
+            return refused("per_ip");
         }
-        permit
+        let Ok(slot) = self.slots.clone().try_acquire_owned() else {
+            return refused("max_connections");
+        };
+        per_ip.insert(ip, open + 1);
+        Some(Admitted {
+            _slot: slot,
+            per_ip: self.per_ip.clone(),
+            ip,
+        })
     }
 }
 
@@ -286,6 +337,8 @@ where
 /// load balancer or supervisor can still see the node while clients hold
 /// every ordinary slot, and a probe connection cannot be held for long.
 pub const PROBE_SLOTS: usize = 64;
+/// Probe slots one client address may hold, so one address cannot take them all.
+pub const PROBE_SLOTS_PER_IP: usize = 8;
 pub const PROBE_HEAD_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Whether `path` is answered on a probe connection.
@@ -358,8 +411,8 @@ pub async fn serve_http(
             },
             _ = &mut stop => break,
         };
-        let Some(permit) = limit.admit() else {
-            if let Some(probe) = probes.admit() {
+        let Some(permit) = limit.admit(peer.ip(), transport.max_connections_per_ip) else {
+            if let Some(probe) = probes.admit(peer.ip(), PROBE_SLOTS_PER_IP) {
                 let (router, transport) = (router.clone(), transport.clone());
                 tokio::spawn(async move {
                     let _probe = probe;
@@ -368,7 +421,7 @@ pub async fn serve_http(
                     }
                 });
             } else {
-                tracing::debug!(%peer, "http connection refused: at --max-connections");
+                tracing::debug!(%peer, "http connection refused: at --max-connections or --max-connections-per-ip");
                 drop(socket);
             }
             continue;
@@ -408,12 +461,40 @@ mod tests {
 
     #[test]
     fn the_connection_cap_admits_up_to_max_and_frees_on_drop() {
+        let ip: IpAddr = "10.0.0.1".parse().unwrap();
         let limit = ConnLimit::new("test", 2);
-        let a = limit.admit().expect("first");
-        let _b = limit.admit().expect("second");
-        assert!(limit.admit().is_none(), "third is over the cap");
+        let a = limit.admit(ip, 10).expect("first");
+        let _b = limit.admit(ip, 10).expect("second");
+        assert!(limit.admit(ip, 10).is_none(), "third is over the cap");
         drop(a);
-        assert!(limit.admit().is_some(), "a closed connection frees its slot");
+        assert!(limit.admit(ip, 10).is_some(), "a closed connection frees its slot");
+    }
+
+    #[test]
+    fn one_address_gets_at_most_its_share_and_others_still_get_in() {
+        let (a, b): (IpAddr, IpAddr) = ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap());
+        let limit = ConnLimit::new("test", 10);
+        let from_a: Vec<Admitted> = (0..3).map(|_| limit.admit(a, 3).expect("within a's share")).collect();
+        assert!(limit.admit(a, 3).is_none(), "a's fourth is over the per-address cap");
+        let mapped: IpAddr = "::ffff:10.0.0.1".parse().unwrap();
+        assert!(
+            limit.admit(mapped, 3).is_none(),
+            "the IPv4-mapped form is the same address"
+        );
+        let _from_b = limit.admit(b, 3).expect("another address still gets in");
+        drop(from_a);
+        assert!(limit.per_ip.lock().unwrap().get(&a).is_none(), "no entry is left for a");
+        assert!(
+            limit.admit(a, 3).is_some(),
+            "closed connections give the address its share back"
+        );
+        // A refusal at the per-address cap takes no slot of the listener.
+        let limit = ConnLimit::new("test", 2);
+        let _one = limit.admit(a, 1).unwrap();
+        for _ in 0..5 {
+            assert!(limit.admit(a, 1).is_none());
+        }
+        assert!(limit.admit(b, 1).is_some());
     }
 
     #[tokio::test(start_paused = true)]

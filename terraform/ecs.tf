@@ -25,7 +25,11 @@ locals {
     SLUICE_HTTP_ADDR    = "0.0.0.0:${var.http_port}"
     SLUICE_KAFKA_ADDR   = "0.0.0.0:${var.kafka_port}"
     SLUICE_LOG_FORMAT   = "json"
-    AWS_REGION          = var.region
+    # The NLB does not preserve client IPs, so every client arrives from one
+    # of its few addresses: the per-address cap must not be below the
+    # listener's (--max-connections, 4096 by default).
+    SLUICE_MAX_CONNECTIONS_PER_IP = "4096"
+    AWS_REGION                    = var.region
   }, var.environment)
 }
 

@@ -1,6 +1,8 @@
 //! Fuzzing every decoder that reads bytes Sluice did not write itself (or
 //! wrote and may read back damaged): Kafka request frames (header and body,
-//! through `kafka::handle` on a real in-process node), HTTP append bodies
+//! through `kafka::handle` on a real in-process node), the Kafka framing
+//! layer (length caps before and after login, the request byte budgets),
+//! HTTP append bodies
 //! (through the router), WAL segments and fence markers, data-object
 //! footers, record batches, and metadata-log entries and snapshots.
 //!
@@ -282,6 +284,7 @@ fn kafka_request_frames_decode_or_fail_without_panicking() {
     let opts = sluice::kafka::Options {
         max_frame_bytes: 1 << 20,
         auto_create_topics: false,
+        ..sluice::kafka::Options::defaults()
     };
     fuzz("kafka", valid_kafka_requests(), |frame| {
         let frame = Bytes::copy_from_slice(frame);
@@ -296,6 +299,90 @@ fn kafka_request_frames_decode_or_fail_without_panicking() {
         });
     });
     assert!(rt.block_on(async { node.ready() }).ready, "the node still serves");
+}
+
+/// Frames as a client sends them: each of `requests` behind its length.
+fn framed(requests: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for r in requests {
+        out.extend_from_slice(&(r.len() as u32).to_be_bytes());
+        out.extend_from_slice(r);
+    }
+    out
+}
+
+/// The framing layer on a byte stream: the length prefix checked against
+/// the cap before login (512 bytes here) and after it (64 KiB), the
+/// connection's and the node's byte budgets taken before each body and
+/// given back when the frame is dropped. Up to four frames are kept
+/// unanswered, as a connection reading ahead does; a frame that does not
+/// fit waits, and answering the held ones must let it go on.
+#[test]
+fn kafka_frames_are_read_within_the_caps_and_budgets_without_panicking() {
+    use sluice::kafka::framing::{ConnBudget, FrameCap};
+    use std::future::Future;
+    use std::task::{Context, Poll};
+    const BEFORE_LOGIN: usize = 512;
+    const OPEN: usize = 64 * 1024;
+    let requests = valid_kafka_requests();
+    let big = {
+        let mut r = requests[0].clone();
+        r.resize(40_000, 0);
+        r
+    };
+    let valid = vec![
+        framed(&requests),
+        framed(&requests[..2]),
+        framed(&[requests[0].clone(), big.clone(), big.clone(), big]),
+        // A claim of 100 MiB, and one just over the cap before login.
+        [&(100u32 << 20).to_be_bytes()[..], &requests[0]].concat(),
+        [&((BEFORE_LOGIN + 1) as u32).to_be_bytes()[..], &[0u8; 600][..]].concat(),
+    ];
+    let memory = sluice::kafka::RequestMemory::new(OPEN * 2);
+    let waker = futures::task::noop_waker();
+    fuzz("kafka-framing", valid, |input| {
+        let budget = ConnBudget::new(&memory, OPEN);
+        let mut r = std::io::Cursor::new(input);
+        let mut held = std::collections::VecDeque::new();
+        let mut frames = 0usize;
+        loop {
+            // Logged in after the first two frames.
+            let cap = if frames < 2 {
+                FrameCap::BeforeLogin(BEFORE_LOGIN)
+            } else {
+                FrameCap::Open(OPEN)
+            };
+            let mut read = std::pin::pin!(sluice::kafka::read_frame(&mut r, || cap, &budget));
+            let mut cx = Context::from_waker(&waker);
+            let result = loop {
+                match read.as_mut().poll(&mut cx) {
+                    Poll::Ready(result) => break result,
+                    // Waiting for budget: answer the oldest held frame.
+                    Poll::Pending => {
+                        assert!(held.pop_front().is_some(), "a frame waits with nothing held");
+                    }
+                }
+            };
+            let Ok(Some(frame)) = result else { break };
+            let max = match cap {
+                FrameCap::BeforeLogin(n) | FrameCap::Open(n) => n,
+            };
+            assert!(
+                (8..=max).contains(&frame.body.len()),
+                "{} bytes past the cap",
+                frame.body.len()
+            );
+            assert_eq!(frame.held.bytes(), frame.body.len());
+            assert!(budget.in_use() <= OPEN && memory.in_use() <= OPEN * 2);
+            frames += 1;
+            held.push_back(frame);
+            if held.len() > 4 {
+                held.pop_front();
+            }
+        }
+        drop(held);
+        assert_eq!((budget.in_use(), memory.in_use()), (0, 0), "every byte is given back");
+    });
 }
 
 // ------------------------------------------------------------ HTTP

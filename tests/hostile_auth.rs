@@ -467,7 +467,8 @@ fn a_body_trickled_in_forever_is_cut_off_at_the_body_deadline() {
 async fn two_thousand_sse_subscribers_each_get_the_record_and_cost_little_memory() {
     const SUBSCRIBERS: usize = 2000;
     let dir = tempfile::tempdir().unwrap();
-    let node = Server::start("n1", dir.path(), free_port(), &[]);
+    // Every subscriber comes from 127.0.0.1: lift the per-address cap.
+    let node = Server::start("n1", dir.path(), free_port(), &["--max-connections-per-ip", "4096"]);
     let c = reqwest::Client::new();
     create_topic(&c, &node.url, "fan", 1).await;
     let pid = node.child.id();

@@ -351,6 +351,9 @@ fn frames_claiming_2_gib_leave_memory_flat() {
     }
     let dir = tempfile::tempdir().unwrap();
     // The default frame limit (100 MiB), so a claim just under it is read.
+    // Each claim holds its length of the node's request budget until the
+    // read timeout cuts it off; a budget for all 50 at once (it is a
+    // count, never allocated) keeps them concurrent, as this test measures.
     let server = Server::start(
         "n1",
         dir.path(),
@@ -362,6 +365,8 @@ fn frames_claiming_2_gib_leave_memory_flat() {
             "memory://",
             "--read-timeout-sec",
             "2",
+            "--kafka-max-request-memory-bytes",
+            "8589934592",
         ],
     );
     let pid = server.child.id();

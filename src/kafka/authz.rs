@@ -168,10 +168,14 @@ impl Engine for Scoped {
     fn offset_groups(&self) -> Vec<String> {
         self.inner.offset_groups()
     }
-    async fn delete_group(&self, group: &str) -> ApiResult<()> {
+    fn authorize_group_delete(&self, group: &str) -> ApiResult<()> {
         for o in self.inner.committed_offsets(group) {
             self.need(Op::Admin, &o.topic)?;
         }
+        self.inner.authorize_group_delete(group)
+    }
+    async fn delete_group(&self, group: &str) -> ApiResult<()> {
+        self.authorize_group_delete(group)?;
         self.inner.delete_group(group).await
     }
     async fn drain(&self, node: &str) -> ApiResult<()> {

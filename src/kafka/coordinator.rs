@@ -366,15 +366,24 @@ fn describe(engine: &dyn Engine, groups: &Groups, group: String) -> DescribedGro
     }
 }
 
+/// DeleteGroups of one group. Authorization comes first: a caller that may
+/// not delete the group gets `GROUP_AUTHORIZATION_FAILED` and neither its
+/// membership nor its offsets change.
 async fn delete_group(engine: &dyn Engine, groups: &Groups, group: &str) -> i16 {
     if let Err(e) = check_coordinator(engine, group) {
         return e;
+    }
+    if engine.authorize_group_delete(group).is_err() {
+        return gcode::GROUP_AUTHORIZATION_FAILED;
     }
     if let Err(e) = groups.delete(group) {
         return e;
     }
     match engine.delete_group(group).await {
         Ok(()) => code::NONE,
+        // Offsets committed since the check above, for a topic the caller
+        // may not administer.
+        Err(e) if e.code == ErrorCode::Forbidden => gcode::GROUP_AUTHORIZATION_FAILED,
         Err(e) if e.code == ErrorCode::NotFound => gcode::GROUP_ID_NOT_FOUND,
         Err(e) if e.code == ErrorCode::Unavailable => gcode::COORDINATOR_NOT_AVAILABLE,
         Err(_) => code::UNKNOWN_SERVER_ERROR,

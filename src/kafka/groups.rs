@@ -25,6 +25,7 @@ pub mod code {
     pub const UNKNOWN_MEMBER_ID: i16 = 25;
     pub const INVALID_SESSION_TIMEOUT: i16 = 26;
     pub const REBALANCE_IN_PROGRESS: i16 = 27;
+    pub const GROUP_AUTHORIZATION_FAILED: i16 = 30;
     pub const NON_EMPTY_GROUP: i16 = 68;
     pub const GROUP_ID_NOT_FOUND: i16 = 69;
     pub const MEMBER_ID_REQUIRED: i16 = 79;

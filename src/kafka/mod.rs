@@ -1,4 +1,6 @@
-//! The Kafka wire protocol front door: a TCP listener, bounded framing, and
+//! The Kafka wire protocol front door: a TCP listener, bounded framing
+//! (`framing.rs`: frame caps before and after login, byte budgets for
+//! requests read ahead, per connection and per node), and
 //! handlers for ApiVersions, Metadata, Produce, Fetch, ListOffsets, the
 //! classic consumer-group APIs (`coordinator.rs`, `groups.rs`) and the
 //! admin APIs (`admin.rs`) over the [`Engine`].
@@ -14,6 +16,7 @@ mod admin;
 pub mod admin_proto;
 pub mod authz;
 mod coordinator;
+pub mod framing;
 pub mod group_proto;
 pub mod groups;
 pub mod producer;
@@ -30,10 +33,12 @@ use groups::Groups;
 use proto::*;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use wire::{DecodeError, Reader, Writer};
+use wire::{DecodeError, Encoded, Reader, Writer};
+
+pub use framing::{read_frame, read_frame_timed, ConnError, FrameCap, FrameTimeouts, RequestMemory};
 
 /// Kafka error codes used here.
 pub mod code {
@@ -64,7 +69,17 @@ pub mod code {
 /// Listener options (from `Config`).
 #[derive(Debug, Clone, Copy)]
 pub struct Options {
+    /// Largest frame once logged in (or with auth off); also what one
+    /// connection may hold of frames not yet answered.
     pub max_frame_bytes: usize,
+    /// Largest frame before a SASL login, with auth on.
+    pub max_unauthenticated_frame_bytes: usize,
+    /// Frames all connections together may hold, not yet answered.
+    pub max_request_memory_bytes: usize,
+    /// Largest Fetch response (records), whatever the request asks.
+    pub fetch_max_bytes: usize,
+    /// Time from accept to a SASL login, with auth on.
+    pub auth_deadline: Duration,
     pub auto_create_topics: bool,
 }
 
@@ -72,7 +87,25 @@ impl Options {
     pub fn from_config(c: &crate::config::Config) -> Self {
         Self {
             max_frame_bytes: c.kafka_max_frame_bytes,
+            max_unauthenticated_frame_bytes: c.kafka_max_unauthenticated_frame_bytes,
+            max_request_memory_bytes: c.kafka_max_request_memory_bytes,
+            fetch_max_bytes: c.kafka_fetch_max_bytes,
+            auth_deadline: c.kafka_auth_deadline,
             auto_create_topics: c.auto_create_topics,
+        }
+    }
+
+    /// Generous limits for embedded listeners and tests: 100 MiB frames,
+    /// Kafka's 512 KiB before login and 55 MiB Fetch answers, 256 MiB of
+    /// requests, 10 s to log in.
+    pub const fn defaults() -> Self {
+        Self {
+            max_frame_bytes: 100 << 20,
+            max_unauthenticated_frame_bytes: 512 << 10,
+            max_request_memory_bytes: 256 << 20,
+            fetch_max_bytes: 55 << 20,
+            auth_deadline: Duration::from_secs(10),
+            auto_create_topics: true,
         }
     }
 }
@@ -108,8 +141,8 @@ pub async fn serve(engine: Arc<dyn Engine>, listener: TcpListener, opts: Options
 }
 
 /// [`serve`] with the node's transport settings: TLS (Kafka's
-/// `security.protocol=SSL`), the connection cap, and the read and idle
-/// timeouts.
+/// `security.protocol=SSL`), the connection caps (in all and per client
+/// address), and the read and idle timeouts.
 pub async fn serve_with(
     engine: Arc<dyn Engine>,
     listener: TcpListener,
@@ -121,6 +154,7 @@ pub async fn serve_with(
     let mut stopping = stop.clone();
     let groups = Arc::new(Groups::new());
     let limit = crate::net::ConnLimit::new("kafka", transport.max_connections);
+    let memory = RequestMemory::new(opts.max_request_memory_bytes);
     let transport = Arc::new(transport);
     let me = engine.ready();
     let node_span = crate::telemetry::node_span(&me.node_id, me.epoch);
@@ -138,19 +172,26 @@ pub async fn serve_with(
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((socket, peer)) => {
-                    let Some(permit) = limit.admit() else {
-                        tracing::debug!(%peer, "kafka connection refused: at --max-connections");
+                    let Some(permit) = limit.admit(peer.ip(), transport.max_connections_per_ip) else {
+                        tracing::debug!(%peer, "kafka connection refused: at --max-connections or --max-connections-per-ip");
                         drop(socket);
                         continue;
                     };
-                    let (engine, stop, groups, transport) = (engine.clone(), stop.clone(), groups.clone(), transport.clone());
+                    let (engine, stop, groups, transport, memory) =
+                        (engine.clone(), stop.clone(), groups.clone(), transport.clone(), memory.clone());
                     let span = tracing::info_span!(parent: &node_span, "kafka", %peer);
+                    // With auth on, the login deadline runs from here: a
+                    // slow TLS handshake spends it too.
+                    let login_by = tokio::time::Instant::now() + opts.auth_deadline;
                     conns.spawn(tracing::Instrument::instrument(async move {
                         let _permit = permit;
                         let host = peer.ip().to_string();
                         let timeouts = FrameTimeouts { idle: transport.idle_timeout, read: transport.read_timeout };
                         let closed = match Stream::accept(socket, &transport).await {
-                            Ok(stream) => connection(engine, groups, opts, timeouts, stream, &host, stop).await,
+                            Ok(stream) => {
+                                let conn = Conn { engine, groups, opts, timeouts, memory, login_by };
+                                connection(conn, stream, &host, stop).await
+                            }
                             Err(e) => Err(e.into()),
                         };
                         if let Err(e) = closed {
@@ -180,99 +221,32 @@ async fn stopped(stop: &mut watch::Receiver<bool>) {
     let _ = stop.wait_for(|s| *s).await;
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum ConnError {
-    #[error("i/o: {0}")]
-    Io(#[from] std::io::Error),
-    #[error("frame length {0} outside {1}..={2}")]
-    FrameLength(i64, usize, usize),
-    #[error("connection closed mid-frame ({got} of {want} bytes)")]
-    Truncated { got: usize, want: usize },
-    #[error(transparent)]
-    Decode(#[from] DecodeError),
-    #[error("no request for {0:?} (idle timeout)")]
-    Idle(Duration),
-    #[error("frame not complete {0:?} after its first byte (read timeout)")]
-    Slow(Duration),
-}
-
-/// How long a connection may wait for the next frame, and for the rest of a
-/// frame once its first byte arrived.
-#[derive(Debug, Clone, Copy)]
-pub struct FrameTimeouts {
-    pub idle: Duration,
-    pub read: Duration,
-}
-
-impl FrameTimeouts {
-    /// Effectively unbounded: for callers that bound time themselves.
-    pub const NONE: FrameTimeouts = FrameTimeouts {
-        idle: Duration::from_secs(365 * 24 * 3600),
-        read: Duration::from_secs(365 * 24 * 3600),
-    };
-}
-
-/// [`read_frame`] with a deadline: the first byte must come within
-/// `timeouts.idle`, the rest of the frame within `timeouts.read` of it. A
-/// client that starts a frame and stalls (slowloris) is cut off; one that is
-/// merely quiet between requests may stay up to the idle timeout.
-pub async fn read_frame_timed<R: AsyncRead + Unpin>(
-    r: &mut R,
-    max_frame_bytes: usize,
-    timeouts: FrameTimeouts,
-) -> Result<Option<Bytes>, ConnError> {
-    let mut first = [0u8; 1];
-    let n = match tokio::time::timeout(timeouts.idle, r.read(&mut first)).await {
-        Ok(n) => n?,
-        Err(_) => return Err(ConnError::Idle(timeouts.idle)),
-    };
-    if n == 0 {
-        return Ok(None);
-    }
-    let mut rest = tokio::io::AsyncReadExt::chain(&first[..], r);
-    match tokio::time::timeout(timeouts.read, read_frame(&mut rest, max_frame_bytes)).await {
-        Ok(frame) => frame,
-        Err(_) => Err(ConnError::Slow(timeouts.read)),
-    }
-}
-
-/// Reads one size-prefixed frame; `None` at a clean end of stream. The body
-/// buffer grows as bytes arrive: a claimed length is never allocated up front.
-pub async fn read_frame<R: AsyncRead + Unpin>(r: &mut R, max_frame_bytes: usize) -> Result<Option<Bytes>, ConnError> {
-    let mut len = [0u8; 4];
-    let mut got = 0;
-    while got < 4 {
-        let n = r.read(&mut len[got..]).await?;
-        if n == 0 {
-            return if got == 0 {
-                Ok(None)
-            } else {
-                Err(ConnError::Truncated { got, want: 4 })
-            };
-        }
-        got += n;
-    }
-    let len = i32::from_be_bytes(len);
-    let want = match usize::try_from(len) {
-        Ok(n) if (HEADER_MIN..=max_frame_bytes).contains(&n) => n,
-        _ => return Err(ConnError::FrameLength(len.into(), HEADER_MIN, max_frame_bytes)),
-    };
-    let mut body = Vec::with_capacity(want.min(64 * 1024));
-    r.take(want as u64).read_to_end(&mut body).await?;
-    if body.len() != want {
-        return Err(ConnError::Truncated { got: body.len(), want });
-    }
-    Ok(Some(Bytes::from(body)))
-}
-
 /// Produce requests of one connection in flight at once (their offsets
 /// are assigned in arrival order; responses go out in that order).
 pub const MAX_IN_FLIGHT: usize = 32;
 
-/// Frames read ahead of the one being handled.
+/// Frames read ahead of the one being handled, at most (they are bounded
+/// by bytes too: see [`framing`]).
 const READ_AHEAD: usize = 4;
 
-type Handled<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Option<Bytes>, DecodeError>> + Send + 'a>>;
+/// How often an authenticated connection's token is checked again while
+/// the connection sends nothing (each request checks it too).
+pub const TOKEN_RECHECK: Duration = Duration::from_secs(1);
+
+type Handled<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<Option<Encoded>, DecodeError>> + Send + 'a>>;
+
+/// What a connection needs from its listener.
+struct Conn {
+    engine: Arc<dyn Engine>,
+    groups: Arc<Groups>,
+    opts: Options,
+    timeouts: FrameTimeouts,
+    /// The node's budget of request bytes, shared by every connection.
+    memory: RequestMemory,
+    /// With auth on, the connection is closed if it has not logged in by then.
+    login_by: tokio::time::Instant,
+}
 
 /// One client connection. Responses go out in request order (Kafka's
 /// rule). Produce requests are pipelined: each is polled once on arrival —
@@ -281,22 +255,47 @@ type Handled<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Opt
 /// requests of one connection share WAL writes (group commit). Every other
 /// request waits until the responses before it are out and then runs alone,
 /// as on a Kafka broker.
+///
+/// Each frame holds its bytes of the connection's and the node's request
+/// budgets ([`framing`]) until its response is written. With auth on, a
+/// connection that has not logged in by `login_by` is closed, and a logged-in
+/// one is closed within [`TOKEN_RECHECK`] of its token being revoked or
+/// expiring, even if it sends nothing.
 async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
-    engine: Arc<dyn Engine>,
-    groups: Arc<Groups>,
-    opts: Options,
-    timeouts: FrameTimeouts,
+    conn: Conn,
     socket: S,
     peer: &str,
     mut stop: watch::Receiver<bool>,
 ) -> Result<(), ConnError> {
-    let (mut rd, mut wr) = tokio::io::split(socket);
+    let Conn {
+        engine,
+        groups,
+        opts,
+        timeouts,
+        memory,
+        login_by,
+    } = conn;
+    let (mut rd, wr) = tokio::io::split(socket);
+    let mut wr = tokio::io::BufWriter::with_capacity(WRITE_BUFFER, wr);
     let (frames_tx, mut frames) = tokio::sync::mpsc::channel(READ_AHEAD);
+    let engine = &engine;
+    let groups = groups.as_ref();
+    let session = sasl::Session::default();
+    let session = &session;
+    let auth = engine.auth_required();
+    let cap = || {
+        if auth && !session.is_authenticated() {
+            FrameCap::BeforeLogin(opts.max_unauthenticated_frame_bytes.min(opts.max_frame_bytes))
+        } else {
+            FrameCap::Open(opts.max_frame_bytes)
+        }
+    };
+    let budget = framing::ConnBudget::new(&memory, opts.max_frame_bytes);
     // Frames are read by their own future: reading a frame is not
     // cancel-safe, so it must never be a branch of the select below.
     let reader = async {
         loop {
-            let frame = read_frame_timed(&mut rd, opts.max_frame_bytes, timeouts).await;
+            let frame = read_frame_timed(&mut rd, &cap, &budget, timeouts).await;
             let last = !matches!(frame, Ok(Some(_)));
             if frames_tx.send(frame).await.is_err() || last {
                 break;
@@ -304,49 +303,78 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
         }
         std::future::pending::<()>().await
     };
-    let engine = &engine;
-    let groups = groups.as_ref();
-    let session = sasl::Session::default();
-    let session = &session;
     let handle = |frame: Bytes| -> Handled<'_> {
         let api = api_name(&frame);
         Box::pin(timed(api, handle_gated(engine, session, groups, opts, frame, peer)))
     };
     let process = async {
-        let mut in_flight: std::collections::VecDeque<Handled<'_>> = std::collections::VecDeque::new();
+        // Each with the budget its request frame holds until it is answered.
+        let mut in_flight: std::collections::VecDeque<(Handled<'_>, framing::Held)> = std::collections::VecDeque::new();
         loop {
             tokio::select! {
                 biased;
-                done = async { in_flight.front_mut().expect("guarded").await }, if !in_flight.is_empty() => {
-                    in_flight.pop_front();
+                done = async { (&mut in_flight.front_mut().expect("guarded").0).await }, if !in_flight.is_empty() => {
+                    let (_, held) = in_flight.pop_front().expect("guarded");
                     write_response(&mut wr, done?).await?;
+                    drop(held);
                 }
                 frame = frames.recv(), if in_flight.len() < MAX_IN_FLIGHT => {
-                    let Some(frame) = frame.transpose()?.flatten() else { break };
-                    if is_produce(&frame) {
-                        let mut handled = handle(frame);
+                    let Some(framing::Frame { body, held }) = frame.transpose()?.flatten() else { break };
+                    if is_produce(&body) {
+                        let mut handled = handle(body);
                         match futures::poll!(handled.as_mut()) {
-                            std::task::Poll::Ready(r) => in_flight.push_back(Box::pin(std::future::ready(r))),
-                            std::task::Poll::Pending => in_flight.push_back(handled),
+                            std::task::Poll::Ready(r) => in_flight.push_back((Box::pin(std::future::ready(r)), held)),
+                            std::task::Poll::Pending => in_flight.push_back((handled, held)),
                         }
                     } else {
-                        while let Some(earlier) = in_flight.pop_front() {
+                        while let Some((earlier, earlier_held)) = in_flight.pop_front() {
                             write_response(&mut wr, earlier.await?).await?;
+                            drop(earlier_held);
                         }
-                        write_response(&mut wr, handle(frame).await?).await?;
+                        write_response(&mut wr, handle(body).await?).await?;
+                        drop(held);
                     }
                 }
                 _ = stopped(&mut stop) => return Ok(()),
             }
         }
-        while let Some(earlier) = in_flight.pop_front() {
+        while let Some((earlier, held)) = in_flight.pop_front() {
             write_response(&mut wr, earlier.await?).await?;
+            drop(held);
         }
         Ok(())
     };
     tokio::select! {
         _ = reader => unreachable!("the reader never finishes"),
         r = process => r,
+        closed = watch_session(engine.as_ref(), session, login_by, opts.auth_deadline) => Err(closed),
+    }
+}
+
+/// Resolves (with the reason to close) when a connection with auth on has
+/// not logged in by `login_by`, or once its token no longer authenticates.
+/// Never resolves with auth off.
+async fn watch_session(
+    engine: &dyn Engine,
+    session: &sasl::Session,
+    login_by: tokio::time::Instant,
+    deadline: Duration,
+) -> ConnError {
+    if !engine.auth_required() {
+        return std::future::pending().await;
+    }
+    loop {
+        let now = tokio::time::Instant::now();
+        let next = match session.recheck(engine) {
+            sasl::Recheck::Valid => now + TOKEN_RECHECK,
+            sasl::Recheck::Revoked => return ConnError::Revoked,
+            sasl::Recheck::NotLoggedIn if now >= login_by => {
+                crate::auth::count_failure("kafka", "auth_deadline");
+                return ConnError::AuthDeadline(deadline);
+            }
+            sasl::Recheck::NotLoggedIn => login_by.min(now + TOKEN_RECHECK),
+        };
+        tokio::time::sleep_until(next).await;
     }
 }
 
@@ -359,8 +387,8 @@ fn is_produce(frame: &[u8]) -> bool {
 /// [`handle_in`] of `frame`, timed into `kafka_request_seconds`.
 async fn timed(
     api: &'static str,
-    handled: impl std::future::Future<Output = Result<Option<Bytes>, DecodeError>>,
-) -> Result<Option<Bytes>, DecodeError> {
+    handled: impl std::future::Future<Output = Result<Option<Encoded>, DecodeError>>,
+) -> Result<Option<Encoded>, DecodeError> {
     let started = tokio::time::Instant::now();
     let r = handled.await;
     let outcome = if r.is_ok() { "ok" } else { "malformed" };
@@ -372,11 +400,16 @@ async fn timed(
     r
 }
 
-async fn write_response<W: AsyncWrite + Unpin>(wr: &mut W, response: Option<Bytes>) -> Result<(), ConnError> {
+/// Writes one response frame. `wr` is buffered, so the small parts of an
+/// [`Encoded`] are copied through its buffer while large record batches go
+/// out as they are: an answer is never assembled in one piece.
+async fn write_response<W: AsyncWrite + Unpin>(wr: &mut W, response: Option<Encoded>) -> Result<(), ConnError> {
     if let Some(response) = response {
         let len = u32::try_from(response.len()).unwrap_or(u32::MAX);
         wr.write_all(&len.to_be_bytes()).await?;
-        wr.write_all(&response).await?;
+        for part in response.parts() {
+            wr.write_all(part).await?;
+        }
         wr.flush().await?;
     }
     Ok(())
@@ -404,6 +437,10 @@ pub async fn handle(engine: &dyn Engine, opts: Options, frame: Bytes) -> Result<
     handle_in(engine, &Groups::new(), opts, frame, "").await
 }
 
+/// Bytes of response written to a connection at once; larger parts of a
+/// response bypass the buffer.
+const WRITE_BUFFER: usize = 64 * 1024;
+
 /// One frame of a connection with `session`: the SASL gate (see
 /// [`sasl`]) decides whether it is served, as whom, or closes the
 /// connection; an authenticated principal's requests run against its
@@ -415,10 +452,10 @@ async fn handle_gated(
     opts: Options,
     frame: Bytes,
     peer: &str,
-) -> Result<Option<Bytes>, DecodeError> {
+) -> Result<Option<Encoded>, DecodeError> {
     let key = frame.get(..2).map_or(-1, |k| i16::from_be_bytes([k[0], k[1]]));
     match session.gate(engine.as_ref(), key, &frame) {
-        sasl::Gate::Raw(reply) => Ok(Some(reply)),
+        sasl::Gate::Raw(reply) => Ok(Some(reply.into())),
         sasl::Gate::Close(why) => {
             tracing::info!(peer, key, why, "closing kafka connection");
             Err(DecodeError {
@@ -447,7 +484,8 @@ pub async fn handle_in(
     frame: Bytes,
     peer: &str,
 ) -> Result<Option<Bytes>, DecodeError> {
-    handle_with(engine, &sasl::Session::default(), groups, opts, frame, peer).await
+    let answer = handle_with(engine, &sasl::Session::default(), groups, opts, frame, peer).await?;
+    Ok(answer.map(Encoded::into_bytes))
 }
 
 /// [`handle_in`] on a connection's SASL session.
@@ -458,7 +496,7 @@ async fn handle_with(
     opts: Options,
     frame: Bytes,
     peer: &str,
-) -> Result<Option<Bytes>, DecodeError> {
+) -> Result<Option<Encoded>, DecodeError> {
     let mut peek = Reader::new(frame.clone());
     let key = peek.i16()?;
     let version = peek.i16()?;
@@ -473,7 +511,7 @@ async fn handle_with(
             w.i16(code::UNSUPPORTED_VERSION);
         }
         tracing::debug!(key, version, "unsupported kafka request");
-        return Ok(Some(w.buf.freeze()));
+        return Ok(Some(w.finish()));
     }
     let mut r = Reader::new(frame);
     let header = decode_header(&mut r)?;
@@ -497,7 +535,13 @@ async fn handle_with(
         }
         FETCH => {
             let req = decode_fetch(&mut r, version)?;
-            let topics = fetch(engine, req).await;
+            let still_logged_in = || session.recheck(engine) != sasl::Recheck::Revoked;
+            let Some(topics) = fetch(engine, req, opts.fetch_max_bytes, &still_logged_in).await else {
+                return Err(DecodeError {
+                    at: 0,
+                    message: "the connection's token was revoked or expired during a Fetch wait".into(),
+                });
+            };
             encode_fetch(&mut w, version, &topics);
         }
         LIST_OFFSETS => {
@@ -525,7 +569,7 @@ async fn handle_with(
         _ => unreachable!("supported() admits only the keys above"),
     }
     tracing::trace!(key, version, client = ?header.client_id, "kafka request answered");
-    Ok(Some(w.buf.freeze()))
+    Ok(Some(w.finish()))
 }
 
 // ------------------------------------------------------------ Metadata
@@ -769,8 +813,15 @@ fn fetch_error(partition: i32, error_code: i16) -> FetchPartitionResponse {
     }
 }
 
-async fn fetch_pass(engine: &dyn Engine, req: &FetchRequest) -> Vec<(String, Vec<FetchPartitionResponse>)> {
-    let mut budget = usize::try_from(req.max_bytes).unwrap_or(0);
+/// One read of every partition of `req`, at most `max_bytes` of batches in
+/// all (past the first batch, which is always returned so a consumer can
+/// make progress, as on Kafka).
+async fn fetch_pass(
+    engine: &dyn Engine,
+    req: &FetchRequest,
+    max_bytes: usize,
+) -> Vec<(String, Vec<FetchPartitionResponse>)> {
+    let mut budget = max_bytes;
     let mut any = false;
     let mut out = Vec::with_capacity(req.topics.len());
     for (topic, parts) in &req.topics {
@@ -791,8 +842,18 @@ async fn fetch_pass(engine: &dyn Engine, req: &FetchRequest) -> Vec<(String, Vec
             match engine.read_batches(topic, p, Offset(from), max, Duration::ZERO).await {
                 Ok(read) => {
                     let mut batches = read.batches;
-                    if any && max == 0 {
-                        batches.clear(); // the response is full
+                    if any {
+                        // The engine returns a partition's first batch even
+                        // past `max`; only the answer's first may be.
+                        let mut used = 0;
+                        let fit = batches
+                            .iter()
+                            .take_while(|b| {
+                                used += b.len();
+                                used <= max
+                            })
+                            .count();
+                        batches.truncate(fit);
                     }
                     let n: usize = batches.iter().map(|b| b.len()).sum();
                     any |= n > 0;
@@ -819,8 +880,23 @@ async fn fetch_pass(engine: &dyn Engine, req: &FetchRequest) -> Vec<(String, Vec
     out
 }
 
-async fn fetch(engine: &dyn Engine, req: FetchRequest) -> Vec<(String, Vec<FetchPartitionResponse>)> {
-    let first = fetch_pass(engine, &req).await;
+/// A Fetch: one pass over its partitions, and if that has fewer than
+/// `min_bytes` and the client may wait, a wait for records on any partition
+/// that had none, then a fresh pass. Both passes are bounded by the
+/// request's `max_bytes` and the node's `cap` (`--kafka-fetch-max-bytes`),
+/// and the first pass's batches are dropped before waiting, so a waiting
+/// Fetch holds no records. A partition named twice is fetched once
+/// ([`FetchRequest::merge_duplicates`]). `None` when `still_logged_in` says
+/// no after the wait: the connection is closed rather than answered.
+async fn fetch(
+    engine: &dyn Engine,
+    req: FetchRequest,
+    cap: usize,
+    still_logged_in: &(dyn Fn() -> bool + Sync),
+) -> Option<Vec<(String, Vec<FetchPartitionResponse>)>> {
+    let req = req.merge_duplicates();
+    let max_bytes = usize::try_from(req.max_bytes).unwrap_or(0).min(cap);
+    let first = fetch_pass(engine, &req, max_bytes).await;
     let bytes: usize = first
         .iter()
         .flat_map(|(_, ps)| ps.iter())
@@ -834,7 +910,7 @@ async fn fetch(engine: &dyn Engine, req: FetchRequest) -> Vec<(String, Vec<Fetch
         .any(|p| p.error_code != code::NONE);
     // Answer at once with enough bytes, on any error, or when asked not to wait.
     if wait.is_zero() || errors || bytes >= usize::try_from(req.min_bytes).unwrap_or(0) {
-        return first;
+        return Some(first);
     }
     // Nothing yet: wait until any partition that had nothing gets records,
     // or the wait runs out, then answer with a fresh pass.
@@ -857,12 +933,16 @@ async fn fetch(engine: &dyn Engine, req: FetchRequest) -> Vec<(String, Vec<Fetch
             }));
         }
     }
+    drop(first);
     if waits.is_empty() {
         tokio::time::sleep(wait).await;
     } else {
         futures::future::select_all(waits).await;
     }
-    fetch_pass(engine, &req).await
+    if !still_logged_in() {
+        return None;
+    }
+    Some(fetch_pass(engine, &req, max_bytes).await)
 }
 
 // ------------------------------------------------------------ ListOffsets

@@ -142,6 +142,41 @@ pub struct FetchRequest {
     pub topics: Vec<(String, Vec<FetchPartition>)>,
 }
 
+impl FetchRequest {
+    /// One entry per partition, as Kafka keeps them (a map keyed by
+    /// topic-partition): a partition named more than once, in one topic
+    /// entry or in two entries of the same topic, is fetched once, with the
+    /// fields of its last mention, at the place of its first. Topics keep
+    /// the order of their first mention.
+    pub fn merge_duplicates(mut self) -> Self {
+        use std::collections::hash_map::{Entry, HashMap};
+        let mut topics: Vec<(String, Vec<FetchPartition>)> = Vec::new();
+        let mut topic_at: HashMap<String, usize> = HashMap::new();
+        let mut partition_at: HashMap<(usize, i32), usize> = HashMap::new();
+        for (name, parts) in std::mem::take(&mut self.topics) {
+            let t = match topic_at.entry(name) {
+                Entry::Occupied(e) => *e.get(),
+                Entry::Vacant(e) => {
+                    topics.push((e.key().clone(), Vec::new()));
+                    *e.insert(topics.len() - 1)
+                }
+            };
+            for p in parts {
+                let list = &mut topics[t].1;
+                match partition_at.entry((t, p.partition)) {
+                    Entry::Occupied(e) => list[*e.get()] = p,
+                    Entry::Vacant(e) => {
+                        e.insert(list.len());
+                        list.push(p);
+                    }
+                }
+            }
+        }
+        self.topics = topics;
+        self
+    }
+}
+
 pub fn decode_fetch(r: &mut Reader, version: i16) -> DecodeResult<FetchRequest> {
     let _replica_id = r.i32()?;
     let max_wait_ms = r.i32()?;
@@ -443,7 +478,7 @@ pub fn encode_fetch(w: &mut Writer, version: i16, topics: &[(String, Vec<FetchPa
             if version >= 11 {
                 w.i32(-1); // preferred_read_replica
             }
-            w.bytes_parts(&p.batches);
+            w.bytes_shared(&p.batches);
         }
     }
 }

@@ -8,8 +8,9 @@
 //! does). After a v0 handshake the next frame is the bare PLAIN message
 //! without a request header (Kafka's original framing), answered with an
 //! empty frame. Once authenticated, the token is checked again on every
-//! request, so revoking it or its expiry closes the connection at the
-//! client's next request.
+//! request and, by the connection, every [`super::TOKEN_RECHECK`] while it
+//! is quiet ([`Session::recheck`]), so revoking it or its expiry closes the
+//! connection within a second even if the client sends nothing.
 
 use super::wire::{DecodeError, DecodeResult, Reader, Writer};
 use crate::api::Engine;
@@ -49,6 +50,18 @@ pub struct Session {
     state: Mutex<State>,
 }
 
+/// Whether a connection's login still holds ([`Session::recheck`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recheck {
+    /// Logged in with a token that still authenticates (or auth is off).
+    Valid,
+    /// Not logged in (yet, or a login failed).
+    NotLoggedIn,
+    /// Logged in, but the token was revoked or has expired; the session is
+    /// now failed.
+    Revoked,
+}
+
 /// What the connection should do with a request frame.
 pub enum Gate {
     /// Serve it as this principal (`None`: auth is off, anything goes).
@@ -81,17 +94,47 @@ impl Session {
             return Gate::Serve(None);
         }
         match state {
-            State::Authenticated(token) => match engine.authenticate(token.expose()) {
-                Ok(p) => Gate::Serve(Some(Arc::new(p))),
-                Err(f) => {
-                    crate::auth::count_failure("kafka", f.reason());
-                    *self.state.lock().unwrap() = State::Failed;
-                    Gate::Close("the connection's token was revoked or expired")
-                }
+            State::Authenticated(token) => match self.principal(engine, &token) {
+                Some(p) => Gate::Serve(Some(Arc::new(p))),
+                None => Gate::Close("the connection's token was revoked or expired"),
             },
             _ => {
                 crate::auth::count_failure("kafka", "no_sasl");
                 Gate::Close("request before SASL authentication")
+            }
+        }
+    }
+
+    /// Whether this connection has logged in (and not failed since).
+    pub fn is_authenticated(&self) -> bool {
+        matches!(*self.state.lock().unwrap(), State::Authenticated(_))
+    }
+
+    /// Check the login's token again, as a request would: a revoked or
+    /// expired token fails the session.
+    pub fn recheck(&self, engine: &dyn Engine) -> Recheck {
+        if !engine.auth_required() {
+            return Recheck::Valid;
+        }
+        let state = self.state.lock().unwrap().clone();
+        match state {
+            State::Authenticated(token) => match self.principal(engine, &token) {
+                Some(_) => Recheck::Valid,
+                None => Recheck::Revoked,
+            },
+            _ => Recheck::NotLoggedIn,
+        }
+    }
+
+    /// Who `token` is now; `None` (counted, and the session failed) if it
+    /// no longer authenticates.
+    fn principal(&self, engine: &dyn Engine, token: &Secret) -> Option<Principal> {
+        match engine.authenticate(token.expose()) {
+            Ok(p) => Some(p),
+            Err(f) => {
+                crate::auth::count_failure("kafka", f.reason());
+                *self.state.lock().unwrap() = State::Failed;
+                None
             }
         }
     }

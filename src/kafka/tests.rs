@@ -14,7 +14,7 @@ mod admin;
 
 const OPTS: Options = Options {
     max_frame_bytes: 1 << 20,
-    auto_create_topics: true,
+    ..Options::defaults()
 };
 
 fn request(key: i16, version: i16, corr: i32, body: &[u8]) -> Bytes {
@@ -229,45 +229,6 @@ async fn wait_open(engine: &dyn Engine, topic: &str) {
 }
 
 // ------------------------------------------------------------ framing
-
-#[tokio::test]
-async fn frames_outside_the_bounds_are_refused_without_allocating_the_claim() {
-    let max = 1000;
-    let read = |bytes: Vec<u8>| async move {
-        let mut r = std::io::Cursor::new(bytes);
-        read_frame(&mut r, max).await
-    };
-    assert!(matches!(read(vec![]).await, Ok(None)), "clean end of stream");
-    assert!(matches!(read(vec![0, 0]).await, Err(ConnError::Truncated { .. })));
-    assert!(matches!(
-        read(vec![0, 0, 0, 4, 1, 2, 3, 4]).await,
-        Err(ConnError::FrameLength(4, _, _))
-    ));
-    assert!(matches!(
-        read(vec![0xff, 0xff, 0xff, 0xff]).await,
-        Err(ConnError::FrameLength(-1, _, _))
-    ));
-    assert!(matches!(
-        read(vec![0, 0, 3, 233]).await,
-        Err(ConnError::FrameLength(1001, _, _))
-    ));
-    // A frame claiming the maximum but sending 10 bytes: refused as truncated.
-    let mut claim = vec![0, 0, 3, 232];
-    claim.extend_from_slice(&[0; 10]);
-    assert!(matches!(
-        read(claim).await,
-        Err(ConnError::Truncated { got: 10, want: 1000 })
-    ));
-    let mut ok = vec![0, 0, 0, 8];
-    ok.extend_from_slice(&[1; 8]);
-    assert_eq!(read(ok).await.unwrap().unwrap().len(), 8);
-    // A 2 GB claim with the default 100 MiB limit is refused up front.
-    let mut r = std::io::Cursor::new(vec![0x7f, 0xff, 0xff, 0xff]);
-    assert!(matches!(
-        read_frame(&mut r, 100 << 20).await,
-        Err(ConnError::FrameLength(..))
-    ));
-}
 
 /// A 26-byte Produce v8 frame whose topic array claims 2^31-1 elements.
 fn lying_produce() -> Vec<u8> {
@@ -1325,4 +1286,238 @@ async fn pipelined_produce_requests_are_assigned_and_answered_in_order() {
         let d = node.describe_topic("pipe").unwrap();
         assert_eq!(d.partition_info[p].end_offset.get(), 50);
     }
+}
+
+// ------------------------------------------------------------ hostile Fetch and DeleteGroups
+
+fn fetch_partition(partition: i32, fetch_offset: i64, partition_max_bytes: i32) -> FetchPartition {
+    FetchPartition {
+        partition,
+        current_leader_epoch: -1,
+        fetch_offset,
+        partition_max_bytes,
+    }
+}
+
+#[test]
+fn a_partition_named_twice_is_fetched_once_with_its_last_fields_at_its_first_place() {
+    let req = FetchRequest {
+        max_wait_ms: 0,
+        min_bytes: 1,
+        max_bytes: 100,
+        isolation_level: 0,
+        topics: vec![
+            (
+                "a".into(),
+                vec![
+                    fetch_partition(0, 1, 10),
+                    fetch_partition(1, 5, 10),
+                    fetch_partition(0, 2, 20),
+                ],
+            ),
+            ("b".into(), vec![fetch_partition(0, 7, 10)]),
+            ("a".into(), vec![fetch_partition(2, 0, 10), fetch_partition(1, 6, 30)]),
+        ],
+    }
+    .merge_duplicates();
+    assert_eq!(
+        req.topics,
+        vec![
+            (
+                "a".to_string(),
+                vec![
+                    fetch_partition(0, 2, 20),
+                    fetch_partition(1, 6, 30),
+                    fetch_partition(2, 0, 10)
+                ]
+            ),
+            ("b".to_string(), vec![fetch_partition(0, 7, 10)]),
+        ]
+    );
+}
+
+/// A Fetch v11 body naming `topic`/`partition` `times` times, all with `max_bytes`.
+fn repeated_fetch_body(topic: &str, partition: i32, times: usize, max_bytes: i32) -> Vec<u8> {
+    let mut w = Writer::default();
+    w.i32(-1);
+    w.i32(0);
+    w.i32(1);
+    w.i32(max_bytes);
+    w.i8(0);
+    w.i32(0);
+    w.i32(-1);
+    w.array_len(1);
+    w.string(topic);
+    w.array_len(times);
+    for _ in 0..times {
+        w.i32(partition);
+        w.i32(-1);
+        w.i64(0);
+        w.i64(-1);
+        w.i32(max_bytes);
+    }
+    w.array_len(0);
+    w.string("");
+    w.buf.to_vec()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fetch_answer_is_capped_and_names_a_repeated_partition_once() {
+    let node = node().await;
+    let engine: &dyn Engine = node.as_ref();
+    engine.create_topic("f", 1, Default::default()).await.unwrap();
+    wait_open(engine, "f").await;
+    let value = "v".repeat(600);
+    for i in 0..20 {
+        let batch = encode_batch(Offset(0), &[record("k", &value, i)]);
+        let produced = call(engine, request(PRODUCE, 8, 1, &produce_body(-1, "f", 0, &batch))).await;
+        assert_eq!(produce_answer(produced).0, 0);
+    }
+    let opts = Options {
+        fetch_max_bytes: 10_000,
+        ..OPTS
+    };
+    let frame = request(FETCH, 11, 2, &repeated_fetch_body("f", 0, 1000, i32::MAX));
+    let resp = handle(engine, opts, frame).await.unwrap().unwrap();
+    let mut r = Reader::new(resp);
+    r.i32().unwrap();
+    let (error, hw, records) = fetch_answer(r);
+    assert_eq!((error, hw), (0, 20), "one answer for the partition named 1000 times");
+    let n = crate::stream::batch::batches("f", &records).count();
+    assert!(
+        records.len() <= 10_000,
+        "{} bytes over the 10 000-byte cap",
+        records.len()
+    );
+    assert!(n >= 5, "as many whole batches as fit: {n}");
+    // The request's own max_bytes still applies under the cap.
+    let frame = request(FETCH, 11, 2, &repeated_fetch_body("f", 0, 3, 4000));
+    let resp = handle(engine, opts, frame).await.unwrap().unwrap();
+    let mut r = Reader::new(resp);
+    r.i32().unwrap();
+    assert!(fetch_answer(r).2.len() <= 4000);
+    // A first batch larger than the cap is still returned (progress).
+    let opts = Options {
+        fetch_max_bytes: 100,
+        ..OPTS
+    };
+    let frame = request(FETCH, 11, 2, &repeated_fetch_body("f", 0, 1, i32::MAX));
+    let resp = handle(engine, opts, frame).await.unwrap().unwrap();
+    let mut r = Reader::new(resp);
+    r.i32().unwrap();
+    assert_eq!(crate::stream::batch::batches("f", &fetch_answer(r).2).count(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fetch_cap_holds_across_partitions_and_only_the_first_batch_may_exceed_it() {
+    let node = node().await;
+    let engine: &dyn Engine = node.as_ref();
+    engine.create_topic("m", 3, Default::default()).await.unwrap();
+    wait_open(engine, "m").await;
+    let value = "v".repeat(600);
+    for p in 0..3 {
+        let batch = encode_batch(Offset(0), &[record("k", &value, 1)]);
+        let produced = call(engine, request(PRODUCE, 8, 1, &produce_body(-1, "m", p, &batch))).await;
+        assert_eq!(produce_answer(produced).0, 0);
+    }
+    // Fetch v11 of partitions 0, 1, 2 with room for about one batch.
+    let mut w = Writer::default();
+    for v in [-1, 0, 1, i32::MAX] {
+        w.i32(v); // replica, max wait, min bytes, max bytes
+    }
+    w.i8(0);
+    w.i32(0);
+    w.i32(-1);
+    w.array_len(1);
+    w.string("m");
+    w.array_len(3);
+    for p in 0..3 {
+        w.i32(p);
+        w.i32(-1);
+        w.i64(0);
+        w.i64(-1);
+        w.i32(i32::MAX);
+    }
+    w.array_len(0);
+    w.string("");
+    let opts = Options {
+        fetch_max_bytes: 1000,
+        ..OPTS
+    };
+    for (cap, want) in [(1000, [1, 0, 0]), (100, [1, 0, 0]), (10_000, [1, 1, 1])] {
+        let opts = Options {
+            fetch_max_bytes: cap,
+            ..opts
+        };
+        let resp = handle(engine, opts, request(FETCH, 11, 2, &w.buf))
+            .await
+            .unwrap()
+            .unwrap();
+        let mut r = Reader::new(resp);
+        r.i32().unwrap();
+        r.i32().unwrap();
+        r.i16().unwrap();
+        r.i32().unwrap();
+        r.array_len(1).unwrap();
+        r.string().unwrap();
+        assert_eq!(r.array_len(1).unwrap(), 3);
+        let mut got = [0; 3];
+        for slot in got.iter_mut() {
+            r.i32().unwrap();
+            assert_eq!(r.i16().unwrap(), 0);
+            r.i64().unwrap();
+            r.i64().unwrap();
+            r.i64().unwrap();
+            r.array_len(0).unwrap();
+            r.i32().unwrap();
+            let records = r.nullable_bytes().unwrap().unwrap_or_default();
+            *slot = crate::stream::batch::batches("m", &records).count();
+        }
+        assert_eq!(got, want, "batches per partition under a {cap}-byte cap");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unauthorized_delete_groups_is_refused_per_group_and_changes_nothing() {
+    use crate::auth::{Op, Principal, Scope};
+    let node = node().await;
+    node.create_topic("t", 1, Default::default()).await.unwrap();
+    wait_open(node.as_ref(), "t").await;
+    let groups = Groups::new();
+    let as_principal = |scopes: Vec<Scope>| authz::Scoped {
+        inner: node.clone(),
+        principal: Arc::new(Principal { id: "p".into(), scopes }),
+    };
+    let reader = as_principal(vec![Scope::new("t", &[Op::Read])]);
+    let admin = as_principal(vec![Scope::new("t", &[Op::Admin, Op::Read])]);
+    async fn call_as(engine: &dyn Engine, groups: &Groups, key: i16, version: i16, body: Vec<u8>) -> Reader {
+        let frame = request(key, version, 9, &body);
+        let resp = handle_in(engine, groups, OPTS, frame, "peer").await.unwrap().unwrap();
+        let mut r = Reader::new(resp);
+        assert_eq!(r.i32().unwrap(), 9);
+        r
+    }
+    // The reader commits offsets of "g" on t (read suffices), but may not
+    // delete the group: that needs admin on t.
+    let mut r = call_as(&reader, &groups, OFFSET_COMMIT, 7, offset_commit_body("g", "t", 0, 5)).await;
+    r.i32().unwrap();
+    r.array_len(1).unwrap();
+    r.string().unwrap();
+    r.array_len(1).unwrap();
+    assert_eq!((r.i32().unwrap(), r.i16().unwrap()), (0, code::NONE));
+    let del = group_bodies().pop().unwrap().2;
+    let mut r = call_as(&reader, &groups, DELETE_GROUPS, 1, del.clone()).await;
+    r.i32().unwrap();
+    r.array_len(1).unwrap();
+    assert_eq!(
+        (r.string().unwrap(), r.i16().unwrap()),
+        ("g".into(), groups::code::GROUP_AUTHORIZATION_FAILED)
+    );
+    assert_eq!(node.committed_offsets("g").len(), 1, "the offsets are kept");
+    // An admin of t may delete it.
+    let mut r = call_as(&admin, &groups, DELETE_GROUPS, 1, del).await;
+    r.i32().unwrap();
+    r.array_len(1).unwrap();
+    assert_eq!((r.string().unwrap(), r.i16().unwrap()), ("g".into(), code::NONE));
+    assert!(node.committed_offsets("g").is_empty());
 }

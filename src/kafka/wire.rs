@@ -197,13 +197,79 @@ impl Reader {
     }
 }
 
-/// Response encoding.
+/// Response encoding. The message is `shared` (in order) followed by
+/// `buf`: [`Writer::bytes_shared`] moves what `buf` holds so far to
+/// `shared`, then appends large byte runs there as they are, without a copy.
 #[derive(Default)]
 pub struct Writer {
     pub buf: BytesMut,
+    shared: Vec<Bytes>,
+}
+
+/// Runs at least this long are sent as they are by [`Writer::bytes_shared`];
+/// shorter ones are copied, so a response has few parts.
+pub const SHARE_AT: usize = 1024;
+
+/// An encoded message: byte runs to send in order. A Fetch answer's record
+/// batches stay the slices of stored data they were read as.
+#[derive(Debug, Default, Clone)]
+pub struct Encoded {
+    parts: Vec<Bytes>,
+}
+
+impl Encoded {
+    pub fn len(&self) -> usize {
+        self.parts.iter().map(|p| p.len()).sum()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.parts.iter().all(|p| p.is_empty())
+    }
+    pub fn parts(&self) -> &[Bytes] {
+        &self.parts
+    }
+    /// One contiguous copy (none when there is a single part).
+    pub fn into_bytes(mut self) -> Bytes {
+        if self.parts.len() <= 1 {
+            return self.parts.pop().unwrap_or_default();
+        }
+        let mut all = BytesMut::with_capacity(self.len());
+        for p in &self.parts {
+            all.extend_from_slice(p);
+        }
+        all.freeze()
+    }
+}
+
+impl From<Bytes> for Encoded {
+    fn from(b: Bytes) -> Self {
+        Encoded { parts: vec![b] }
+    }
 }
 
 impl Writer {
+    /// The whole message.
+    pub fn finish(mut self) -> Encoded {
+        if !self.buf.is_empty() || self.shared.is_empty() {
+            self.shared.push(self.buf.freeze());
+        }
+        Encoded { parts: self.shared }
+    }
+    /// [`Writer::bytes_parts`], sharing each part of [`SHARE_AT`] bytes or
+    /// more instead of copying it.
+    pub fn bytes_shared(&mut self, parts: &[Bytes]) {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        self.i32(i32::try_from(len).unwrap_or(i32::MAX));
+        for p in parts {
+            if p.len() >= SHARE_AT {
+                if !self.buf.is_empty() {
+                    self.shared.push(self.buf.split().freeze());
+                }
+                self.shared.push(p.clone());
+            } else {
+                self.buf.put_slice(p);
+            }
+        }
+    }
     pub fn i8(&mut self, v: i8) {
         self.buf.put_i8(v);
     }
@@ -273,6 +339,27 @@ impl Writer {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn shared_runs_keep_their_place_and_short_ones_are_copied() {
+        use super::*;
+        let big = Bytes::from(vec![7u8; SHARE_AT]);
+        let small = Bytes::from_static(b"abc");
+        let mut w = Writer::default();
+        w.i16(1);
+        w.bytes_shared(&[small.clone(), big.clone(), small.clone()]);
+        w.i16(2);
+        let mut copied = Writer::default();
+        copied.i16(1);
+        copied.bytes_parts(&[small.clone(), big.clone(), small]);
+        copied.i16(2);
+        let encoded = w.finish();
+        assert_eq!(encoded.parts().len(), 3, "header, the shared run, the rest");
+        assert_eq!(encoded.parts()[1].as_ptr(), big.as_ptr(), "not copied");
+        assert_eq!(encoded.len(), copied.buf.len());
+        assert_eq!(encoded.into_bytes(), copied.buf.freeze());
+        assert!(Writer::default().finish().is_empty());
+    }
+
     use super::*;
 
     #[test]

@@ -112,14 +112,20 @@ impl ChunkReader {
         let mut out: Vec<Bytes> = Vec::new();
         let mut bytes = 0usize;
         let mut next = from;
-        for (i, chunk) in chunks.iter().enumerate().skip(first) {
-            let data = self.fetch(chunk).await?;
+        // Read-ahead warms the chunk after the last one this read touches,
+        // for the reader's next request. It is not started while this read
+        // goes on: the loop would fetch that chunk itself at the same time,
+        // and a large read would hold every chunk twice.
+        let read_ahead = |i: usize| {
             if let Some(next) = chunks.get(i + 1) {
                 let (this, next) = (self.clone(), next.clone());
                 tokio::spawn(async move {
                     let _ = this.fetch(&next).await;
                 });
             }
+        };
+        for (i, chunk) in chunks.iter().enumerate().skip(first) {
+            let data = self.fetch(chunk).await?;
             let mut pos = 0;
             for batch in batches(&chunk.key, &data) {
                 let (info, raw) = batch.map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?;
@@ -129,6 +135,7 @@ impl ChunkReader {
                     continue;
                 }
                 if !out.is_empty() && bytes + raw.len() > max_bytes {
+                    read_ahead(i);
                     return Ok((out, next));
                 }
                 bytes += raw.len();
