@@ -258,7 +258,7 @@ fn logged(server: &Server, needle: &str) -> bool {
 }
 
 #[test]
-fn connections_over_the_cap_are_closed_and_open_ones_keep_working() {
+fn connections_over_the_cap_are_refused_and_open_ones_keep_working() {
     let dir = tempfile::tempdir().unwrap();
     let server = start(&dir, &["--max-connections", "4", "--read-timeout-sec", "60"]);
     let http = format!("127.0.0.1:{}", server.port);
@@ -288,9 +288,13 @@ fn connections_over_the_cap_are_closed_and_open_ones_keep_working() {
         // Drain the rest of this small response.
         s.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
         let mut rest = [0u8; 4096];
-        let _ = s.read(&mut rest);
+        let n = s.read(&mut rest).unwrap_or(0);
         s.set_read_timeout(Some(PATIENCE)).unwrap();
-        true
+        // A probe connection past the cap answers once and closes: it holds
+        // no ordinary slot.
+        !String::from_utf8_lossy(&rest[..n])
+            .to_ascii_lowercase()
+            .contains("connection: close")
     };
     // The node's own start-up probes may still hold a slot for a moment, so
     // a refused connection here is retried; once four are open, none is.
@@ -307,12 +311,19 @@ fn connections_over_the_cap_are_closed_and_open_ones_keep_working() {
         }
     }
     assert_eq!(open.len(), 4, "four HTTP connections opened");
+    // Past the cap a connection may still ask /health or /ready (the probe
+    // lane): anything else is a 503 naming the cap, and it is closed.
     let mut refused = connect(&http);
-    let _ = refused.write_all(ready);
+    let _ = refused.write_all(b"GET /v1/topics HTTP/1.1\r\nHost: x\r\n\r\n");
+    let answer = String::from_utf8_lossy(&until_closed(&mut refused)).into_owned();
     assert!(
-        until_closed(&mut refused).is_empty(),
-        "the fifth HTTP connection is closed unanswered"
+        answer.starts_with("HTTP/1.1 503") && answer.contains("--max-connections"),
+        "the fifth HTTP connection: {answer}"
     );
+    let mut probe = connect(&http);
+    let _ = probe.write_all(ready);
+    let answer = String::from_utf8_lossy(&until_closed(&mut probe)).into_owned();
+    assert!(answer.starts_with("HTTP/1.1 200"), "a probe past the cap: {answer}");
     for s in open.iter_mut() {
         assert!(answered(s), "an open HTTP connection keeps working");
     }

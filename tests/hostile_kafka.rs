@@ -624,9 +624,15 @@ fn http_ready_on(s: &mut TcpStream) -> bool {
     }
     // Drain the rest of this small response.
     s.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
-    let _ = s.read(&mut [0u8; 4096]);
+    let mut rest = [0u8; 4096];
+    let n = s.read(&mut rest).unwrap_or(0);
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    &head == b"HTTP/1.1 200"
+    // A connection past a cap may still be answered on the probe lane,
+    // once, and closed: that is no slot of its own.
+    let probe_lane = String::from_utf8_lossy(&rest[..n])
+        .to_ascii_lowercase()
+        .contains("connection: close");
+    &head == b"HTTP/1.1 200" && !probe_lane
 }
 
 /// One address may hold at most --max-connections-per-ip connections per
