@@ -6,7 +6,8 @@
 //!
 //! - [`error`]: [`ApiError`](crate::api::ApiError) → status + JSON body.
 //! - `topics`: create, list, describe, delete.
-//! - `records`: appends (JSON and raw) and reads with long poll.
+//! - `records`: appends (JSON and raw) and reads with long poll; `records_in`
+//!   parses a JSON append body, `records_out` writes read answers.
 //! - `sse`: `subscribe`, records as server-sent events.
 //! - `ops`: `/health`, `/ready`, `/metrics`, `/admin/nodes`.
 //! - [`auth`]: who may call each route (`--auth on`), checked before the handler.
@@ -24,6 +25,8 @@ pub mod error;
 pub mod openapi;
 mod ops;
 mod records;
+mod records_in;
+mod records_out;
 mod sse;
 mod tokens;
 mod topics;
