@@ -5,6 +5,8 @@
 //! # Layout
 //!
 //! - [`error`]: [`ApiError`](crate::api::ApiError) → status + JSON body.
+//! - `guard`: before routing: an oversize `Content-Length`, a simple
+//!   cross-site `POST`, a path that is not UTF-8.
 //! - `topics`: create, list, describe, delete.
 //! - `records`: appends (JSON and raw) and reads with long poll; `records_in`
 //!   parses a JSON append body, `records_out` writes read answers.
@@ -22,6 +24,7 @@
 pub mod auth;
 pub mod durable;
 pub mod error;
+mod guard;
 pub mod openapi;
 mod ops;
 mod records;
@@ -35,6 +38,7 @@ mod topics;
 pub(crate) mod tests;
 
 use crate::api::{ApiError, Engine, ErrorCode, Limits};
+pub use records_in::RECORD_OVERHEAD;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{delete, get, post, MethodRouter};
 use axum::Router;
@@ -124,6 +128,7 @@ pub fn router(engine: Arc<dyn Engine>) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(limits.max_request_bytes))
+        .layer(axum::middleware::from_fn_with_state(limits.max_request_bytes, guard::guard))
         .layer(axum::middleware::from_fn_with_state(forwarded_engine, mark_forwarded))
         .layer(axum::middleware::from_fn(observe))
         .layer(axum::middleware::from_fn(

@@ -19,7 +19,8 @@ pub const LONG_POLL: Duration = Duration::from_secs(3);
 /// Each engine wait of a long poll or SSE tail; between them the stream's
 /// closure is checked.
 pub const WAIT_SLICE: Duration = Duration::from_millis(250);
-/// Records and bytes per read.
+/// Records and bytes per read (the bytes never more than
+/// `--http-max-read-bytes`; one record larger than that is still returned).
 pub const READ_RECORDS: usize = 1000;
 pub const READ_BYTES: usize = 1024 * 1024;
 
@@ -105,7 +106,8 @@ pub fn read_from(start: Option<Start>) -> ReadFrom {
 /// Reads once (across a fork's segments), waiting up to `wait`; an offset
 /// below the stream's start is 410 (retention removed it), past its end 400.
 pub async fn read_once(st: &DsState, found: &Found, from: ReadFrom, wait: Duration) -> Result<ReadResult, DsError> {
-    fork::read(st, &found.segments, from, wait, READ_RECORDS, READ_BYTES).await
+    let max_bytes = READ_BYTES.min(st.engine.limits().max_read_bytes);
+    fork::read(st, &found.segments, from, wait, READ_RECORDS, max_bytes).await
 }
 
 /// Whether a reader at `next` has reached the end of a closed stream.
