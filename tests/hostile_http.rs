@@ -30,7 +30,10 @@ fn start(dir: &tempfile::TempDir, extra: &[&str]) -> Server {
 fn exchange(port: u16, head: &str, body: &[u8]) -> (u16, String, Vec<u8>) {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-    let head = format!("{head}Host: 127.0.0.1:{port}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+    let head = format!(
+        "{head}Host: 127.0.0.1:{port}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
     s.write_all(head.as_bytes()).unwrap();
     // The node may answer (and close) before it has read everything.
     let _ = s.write_all(body);
@@ -169,7 +172,11 @@ fn a_read_asking_for_every_byte_is_capped_and_memory_stays_flat() {
         assert_eq!(status, 200);
         let v = json(&body);
         let n = v["records"].as_array().unwrap().len() as u64;
-        assert!(n >= 1 && v["next_offset"] == n, "{n} records, next {}", v["next_offset"]);
+        assert!(
+            n >= 1 && v["next_offset"] == n,
+            "{n} records, next {}",
+            v["next_offset"]
+        );
         sizes.push(body.len() as u64);
     }
     let peak = sampler.peak_kib();
@@ -205,7 +212,11 @@ fn a_read_asking_for_every_byte_is_capped_and_memory_stays_flat() {
 }
 
 fn v_high_watermark(port: u16) -> u64 {
-    let (_, _, body) = exchange(port, "GET /v1/topics/big/partitions/0/records?offset=-1 HTTP/1.1\r\n", b"");
+    let (_, _, body) = exchange(
+        port,
+        "GET /v1/topics/big/partitions/0/records?offset=-1 HTTP/1.1\r\n",
+        b"",
+    );
     json(&body)["high_watermark"].as_u64().unwrap()
 }
 
@@ -262,7 +273,10 @@ fn tiny_record_json_appends_are_bounded() {
         let v = json(&body);
         assert_eq!(status, 413, "{v}");
         assert_eq!(v["error"]["code"], "request_too_large");
-        assert!(v["error"]["message"].as_str().unwrap().contains("--max-request-bytes"), "{v}");
+        assert!(
+            v["error"]["message"].as_str().unwrap().contains("--max-request-bytes"),
+            "{v}"
+        );
     }
     let peak = sampler.peak_kib();
     let growth = peak.saturating_sub(before) / 1024;
@@ -311,7 +325,11 @@ fn tiny_record_json_appends_are_bounded() {
     );
     assert!(growth <= 256, "VmRSS grew by {growth} MiB");
     bases.sort();
-    assert_eq!(bases, [0, 100_000, 200_000, 300_000], "each request got its own consecutive range");
+    assert_eq!(
+        bases,
+        [0, 100_000, 200_000, 300_000],
+        "each request got its own consecutive range"
+    );
 }
 
 /// Finding 10: a `Content-Length` over the limit used to wait for the body
@@ -319,7 +337,17 @@ fn tiny_record_json_appends_are_bounded() {
 #[test]
 fn an_oversize_content_length_is_answered_at_once() {
     let dir = tempfile::tempdir().unwrap();
-    let server = start(&dir, &["--object-store", "memory://", "--max-request-bytes", "65536", "--max-record-bytes", "65536"]);
+    let server = start(
+        &dir,
+        &[
+            "--object-store",
+            "memory://",
+            "--max-request-bytes",
+            "65536",
+            "--max-record-bytes",
+            "65536",
+        ],
+    );
     let port = server.port;
     create_topic(port, "t");
     for path in ["/v1/topics/t/records", "/v1/stream/s"] {
@@ -360,14 +388,18 @@ fn simple_cross_site_posts_from_web_pages_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let server = start(&dir, &["--object-store", "memory://"]);
     let port = server.port;
-    let page = "Origin: https://evil.example\r\nSec-Fetch-Site: cross-site\r\nContent-Type: text/plain;charset=UTF-8\r\n";
+    let page =
+        "Origin: https://evil.example\r\nSec-Fetch-Site: cross-site\r\nContent-Type: text/plain;charset=UTF-8\r\n";
     let (status, head, body) = exchange(
         port,
         &format!("POST /v1/topics HTTP/1.1\r\n{page}"),
         br#"{"name":"pwned","partitions":1}"#,
     );
     assert_eq!(status, 403, "{}", String::from_utf8_lossy(&body));
-    assert!(head.to_ascii_lowercase().contains("content-type: application/json"), "{head}");
+    assert!(
+        head.to_ascii_lowercase().contains("content-type: application/json"),
+        "{head}"
+    );
     assert_eq!(json(&body)["error"]["code"], "forbidden");
     let (status, _, _) = exchange(port, "GET /v1/topics/pwned HTTP/1.1\r\n", b"");
     assert_eq!(status, 404, "nothing was created");
@@ -393,7 +425,9 @@ fn simple_cross_site_posts_from_web_pages_are_refused() {
     assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
     let (status, _, body) = exchange(
         port,
-        &format!("POST /v1/topics/t/records HTTP/1.1\r\nOrigin: http://127.0.0.1:{port}\r\nContent-Type: text/plain\r\n"),
+        &format!(
+            "POST /v1/topics/t/records HTTP/1.1\r\nOrigin: http://127.0.0.1:{port}\r\nContent-Type: text/plain\r\n"
+        ),
         br#"{"records":[{"value":"same origin"}]}"#,
     );
     assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
@@ -450,7 +484,10 @@ fn careless_requests_get_precise_json_errors() {
     );
     let v = json(&body);
     assert_eq!(status, 400, "{v}");
-    assert!(v["error"]["message"].as_str().unwrap().contains("\"retention.ms\""), "{v}");
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("\"retention.ms\""),
+        "{v}"
+    );
     let (status, _, _) = exchange(port, "GET /v1/topics/t HTTP/1.1\r\n", b"");
     assert_eq!(status, 404, "not created");
     let (status, _, body) = exchange(
@@ -462,7 +499,10 @@ fn careless_requests_get_precise_json_errors() {
 
     let (status, head, body) = exchange(port, "GET /v1/topics/%FF%FE HTTP/1.1\r\n", b"");
     assert_eq!(status, 400);
-    assert!(head.to_ascii_lowercase().contains("content-type: application/json"), "{head}");
+    assert!(
+        head.to_ascii_lowercase().contains("content-type: application/json"),
+        "{head}"
+    );
     assert_eq!(json(&body)["error"]["code"], "invalid_request");
     let (status, _, body) = exchange(port, "GET /v1/topics/t HTTP/1.1\r\n", b"");
     assert_eq!(status, 200);

@@ -108,7 +108,11 @@ fn path_is_utf8(path: &str) -> bool {
     let mut i = 0;
     while i < b.len() {
         let hex = |c: u8| (c as char).to_digit(16);
-        match (b[i], b.get(i + 1).and_then(|c| hex(*c)), b.get(i + 2).and_then(|c| hex(*c))) {
+        match (
+            b[i],
+            b.get(i + 1).and_then(|c| hex(*c)),
+            b.get(i + 2).and_then(|c| hex(*c)),
+        ) {
             (b'%', Some(h), Some(l)) => {
                 out.push((h * 16 + l) as u8);
                 i += 3;
@@ -185,12 +189,18 @@ mod tests {
 
     #[test]
     fn simple_cross_site_posts_are_recognised() {
-        let form = [("origin", "https://evil.example"), ("content-type", "text/plain;charset=UTF-8")];
+        let form = [
+            ("origin", "https://evil.example"),
+            ("content-type", "text/plain;charset=UTF-8"),
+        ];
         assert!(cross_site_simple(&Method::POST, &headers(&form), false));
         assert!(cross_site_simple(&Method::POST, &headers(&[("origin", "null")]), true));
         assert!(cross_site_simple(
             &Method::POST,
-            &headers(&[("sec-fetch-site", "cross-site"), ("content-type", "multipart/form-data; boundary=x")]),
+            &headers(&[
+                ("sec-fetch-site", "cross-site"),
+                ("content-type", "multipart/form-data; boundary=x")
+            ]),
             false
         ));
     }
@@ -198,16 +208,28 @@ mod tests {
     #[test]
     fn real_clients_and_preflighted_requests_pass() {
         // curl, SDKs: no Origin.
-        assert!(!cross_site_simple(&Method::POST, &headers(&[("content-type", "text/plain")]), false));
+        assert!(!cross_site_simple(
+            &Method::POST,
+            &headers(&[("content-type", "text/plain")]),
+            false
+        ));
         // The page's own origin.
         let same = [("origin", "http://127.0.0.1:8080"), ("host", "127.0.0.1:8080")];
         assert!(!cross_site_simple(&Method::POST, &headers(&same), false));
-        assert!(!cross_site_simple(&Method::POST, &headers(&[("sec-fetch-site", "same-origin")]), false));
+        assert!(!cross_site_simple(
+            &Method::POST,
+            &headers(&[("sec-fetch-site", "same-origin")]),
+            false
+        ));
         // JSON cannot be sent cross-site without a preflight.
         let json = [("origin", "https://app.example"), ("content-type", "application/json")];
         assert!(!cross_site_simple(&Method::POST, &headers(&json), false));
         // A Durable Streams browser client with a protocol header was preflighted.
-        let ds = [("origin", "https://app.example"), ("content-type", "text/plain"), ("stream-seq", "1")];
+        let ds = [
+            ("origin", "https://app.example"),
+            ("content-type", "text/plain"),
+            ("stream-seq", "1"),
+        ];
         assert!(!cross_site_simple(&Method::POST, &headers(&ds), true));
         assert!(cross_site_simple(&Method::POST, &headers(&ds), false));
         assert!(!cross_site_simple(&Method::PUT, &headers(&ds[..2]), true));

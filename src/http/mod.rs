@@ -38,11 +38,11 @@ mod topics;
 pub(crate) mod tests;
 
 use crate::api::{ApiError, Engine, ErrorCode, Limits};
-pub use records_in::RECORD_OVERHEAD;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{delete, get, post, MethodRouter};
 use axum::Router;
 use error::HttpError;
+pub use records_in::RECORD_OVERHEAD;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
@@ -128,7 +128,10 @@ pub fn router(engine: Arc<dyn Engine>) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(limits.max_request_bytes))
-        .layer(axum::middleware::from_fn_with_state(limits.max_request_bytes, guard::guard))
+        .layer(axum::middleware::from_fn_with_state(
+            limits.max_request_bytes,
+            guard::guard,
+        ))
         .layer(axum::middleware::from_fn_with_state(forwarded_engine, mark_forwarded))
         .layer(axum::middleware::from_fn(observe))
         .layer(axum::middleware::from_fn(

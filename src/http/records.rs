@@ -6,6 +6,8 @@
 //! request has appended nothing.
 
 use super::error::{HttpError, HttpResult};
+use super::records_in::{check_size, parse_json, BodyLimits, Incoming};
+use super::records_out::read_answer;
 use super::topics::body_error;
 use super::{checked_partition, AppState, Shared};
 use crate::api::{ApiError, ErrorCode, ReadFrom, ReadRequest};
@@ -19,8 +21,6 @@ use axum::Json;
 use base64::alphabet;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use base64::Engine as _;
-use super::records_in::{check_size, parse_json, BodyLimits, Incoming};
-use super::records_out::read_answer;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::Ordering;
@@ -252,7 +252,11 @@ fn append_answer(
         out.push_str("\"offsets\":[");
         for (i, (p, at)) in positions.iter().enumerate() {
             let sep = if i > 0 { "," } else { "" };
-            let _ = write!(out, "{sep}{{\"offset\":{},\"partition\":{p}}}", bases[p].plus(*at).get());
+            let _ = write!(
+                out,
+                "{sep}{{\"offset\":{},\"partition\":{p}}}",
+                bases[p].plus(*at).get()
+            );
         }
         out.push_str("],");
     }

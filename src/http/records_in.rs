@@ -131,7 +131,9 @@ impl<'de> Visitor<'de> for ShallowVisitor {
         Ok(Shallow::Number(v.into()))
     }
     fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
-        Ok(Shallow::Number(serde_json::Number::from_f64(v).unwrap_or_else(|| 0.into())))
+        Ok(Shallow::Number(
+            serde_json::Number::from_f64(v).unwrap_or_else(|| 0.into()),
+        ))
     }
     fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
         Ok(Shallow::Str(Cow::Borrowed(v)))
@@ -426,7 +428,11 @@ impl<'de> de::Deserialize<'de> for Headers<'de> {
 }
 
 /// `Some(bytes)` for a string, `None` for null or absent.
-fn optional_bytes(ctx: &Ctx<'_>, v: Option<Shallow<'_>>, what: &dyn Fn() -> String) -> Result<Option<Bytes>, HttpError> {
+fn optional_bytes(
+    ctx: &Ctx<'_>,
+    v: Option<Shallow<'_>>,
+    what: &dyn Fn() -> String,
+) -> Result<Option<Bytes>, HttpError> {
     match v {
         None | Some(Shallow::Null) => Ok(None),
         Some(Shallow::Str(s)) => ctx.bytes(s, what).map(Some),
@@ -564,7 +570,11 @@ mod tests {
         assert_eq!(&v[..], b"plain");
         let range = body.as_ptr() as usize..body.as_ptr() as usize + body.len();
         assert!(range.contains(&(v.as_ptr() as usize)), "borrowed, not copied");
-        assert_eq!(r[0].record.key.as_deref(), Some("k\u{e9}".as_bytes()), "escapes decoded");
+        assert_eq!(
+            r[0].record.key.as_deref(),
+            Some("k\u{e9}".as_bytes()),
+            "escapes decoded"
+        );
         assert_eq!(r[0].record.timestamp_ms, 7);
     }
 
@@ -573,7 +583,10 @@ mod tests {
         let r = parse(r#"{"records":[{"value":null,"headers":{"b":"1","a":null,"b":"2"}}]}"#).unwrap();
         assert_eq!(
             r[0].record.headers,
-            vec![("a".to_string(), None), ("b".to_string(), Some(Bytes::from_static(b"2")))]
+            vec![
+                ("a".to_string(), None),
+                ("b".to_string(), Some(Bytes::from_static(b"2")))
+            ]
         );
     }
 
@@ -584,12 +597,30 @@ mod tests {
             ("5", "got a number"),
             (r#"{"records":{}}"#, "\"records\" must be an array, got an object"),
             (r#"{"records":[],"x":1}"#, "unknown field \"x\" in body"),
-            (r#"{"records":[{"value":"a"},7]}"#, "records[1] must be an object, got a number"),
-            (r#"{"records":[{"value":[1,{"a":2}]}]}"#, "records[0].value: expected a string or null, got an array"),
-            (r#"{"records":[{"value":"v","partition":1.5}]}"#, "records[0].partition: expected a partition number, got 1.5"),
-            (r#"{"records":[{"value":"v","partition":4294967296}]}"#, "got 4294967296"),
-            (r#"{"records":[{"value":"v","headers":{"h":{}}}]}"#, "records[0].headers.h: expected a string or null, got an object"),
-            (r#"{"records":[{"value":"v","headers":"h"}]}"#, "records[0].headers: expected an object of strings, got a string"),
+            (
+                r#"{"records":[{"value":"a"},7]}"#,
+                "records[1] must be an object, got a number",
+            ),
+            (
+                r#"{"records":[{"value":[1,{"a":2}]}]}"#,
+                "records[0].value: expected a string or null, got an array",
+            ),
+            (
+                r#"{"records":[{"value":"v","partition":1.5}]}"#,
+                "records[0].partition: expected a partition number, got 1.5",
+            ),
+            (
+                r#"{"records":[{"value":"v","partition":4294967296}]}"#,
+                "got 4294967296",
+            ),
+            (
+                r#"{"records":[{"value":"v","headers":{"h":{}}}]}"#,
+                "records[0].headers.h: expected a string or null, got an object",
+            ),
+            (
+                r#"{"records":[{"value":"v","headers":"h"}]}"#,
+                "records[0].headers: expected an object of strings, got a string",
+            ),
             (r#"{"records":[{"key":"k"}]}"#, "records[0]: missing field \"value\""),
             (r#"{"records":[{"value":"v","valeu":1}]}"#, "unknown field \"valeu\""),
             ("{}", "missing field \"records\""),
@@ -599,7 +630,10 @@ mod tests {
             assert!(m.contains(needle), "{body}: {m}");
         }
         assert_eq!(parse("{\"records\": [").unwrap_err().0.code, ErrorCode::InvalidJson);
-        assert_eq!(parse(r#"{"records":[{"value":"a"}]} x"#).unwrap_err().0.code, ErrorCode::InvalidJson);
+        assert_eq!(
+            parse(r#"{"records":[{"value":"a"}]} x"#).unwrap_err().0.code,
+            ErrorCode::InvalidJson
+        );
     }
 
     #[test]
@@ -629,6 +663,10 @@ mod tests {
             LIMITS,
         )
         .unwrap_err();
-        assert!(e.0.message.starts_with("records[0].value: invalid base64"), "{}", e.0.message);
+        assert!(
+            e.0.message.starts_with("records[0].value: invalid base64"),
+            "{}",
+            e.0.message
+        );
     }
 }

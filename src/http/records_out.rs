@@ -60,8 +60,7 @@ fn push_bytes(out: &mut Vec<u8>, b: &[u8], enc: Encoding) -> bool {
 /// `"value_encoding"` or `"headers_encoding": "base64"`.
 pub(crate) fn write_record(out: &mut Vec<u8>, offset: Offset, r: &Record, enc: Encoding) {
     let header_b64 = enc == Encoding::Utf8
-        && r
-            .headers
+        && r.headers
             .iter()
             .any(|(_, v)| v.as_ref().is_some_and(|v| std::str::from_utf8(v).is_err()));
     let header_enc = if header_b64 { Encoding::Base64 } else { enc };
@@ -190,8 +189,7 @@ mod tests {
             }
         }
         let header_enc = if enc == Encoding::Utf8
-            && r
-                .headers
+            && r.headers
                 .iter()
                 .any(|(_, v)| v.as_ref().is_some_and(|v| std::str::from_utf8(v).is_err()))
         {
@@ -229,10 +227,18 @@ mod tests {
     fn samples() -> Vec<Record> {
         vec![
             rec(None, None, &[]),
-            rec(Some(b"k"), Some(b"v \"q\" \\ \n\t\x01 \xc3\xa9 \xf0\x9f\x98\x80 </"), &[]),
+            rec(
+                Some(b"k"),
+                Some(b"v \"q\" \\ \n\t\x01 \xc3\xa9 \xf0\x9f\x98\x80 </"),
+                &[],
+            ),
             rec(Some(b"\xff\x00"), Some(b"\x80"), &[("b", Some(b"2")), ("a", None)]),
             rec(None, Some(b""), &[("h", Some(b"\xfe")), ("g", Some(b"ok"))]),
-            rec(Some(b""), Some(b"x"), &[("d", Some(b"1")), ("c", Some(b"x")), ("d", Some(b"2"))]),
+            rec(
+                Some(b""),
+                Some(b"x"),
+                &[("d", Some(b"1")), ("c", Some(b"x")), ("d", Some(b"2"))],
+            ),
             rec(None, Some(b"v"), &[("\u{1}\"", Some(b"\""))]),
         ]
     }
@@ -250,7 +256,11 @@ mod tests {
     fn result(records: Vec<Record>) -> ReadResult {
         let n = records.len() as u64;
         ReadResult {
-            records: records.into_iter().enumerate().map(|(i, r)| (Offset(10 + i as u64), r)).collect(),
+            records: records
+                .into_iter()
+                .enumerate()
+                .map(|(i, r)| (Offset(10 + i as u64), r))
+                .collect(),
             next_offset: Offset(10 + n),
             high_watermark: Offset(u64::MAX),
             start_offset: Offset(3),
@@ -274,7 +284,11 @@ mod tests {
         let empty = read_answer(&result(Vec::new()), Encoding::Utf8, 1);
         assert_eq!(
             &empty[..],
-            format!(r#"{{"high_watermark":{},"next_offset":10,"records":[],"start_offset":3}}"#, u64::MAX).as_bytes()
+            format!(
+                r#"{{"high_watermark":{},"next_offset":10,"records":[],"start_offset":3}}"#,
+                u64::MAX
+            )
+            .as_bytes()
         );
     }
 
@@ -290,7 +304,11 @@ mod tests {
         assert_eq!(v["next_offset"], 12, "the first record left out is next");
         let one = read_answer(&r, Encoding::Utf8, 10);
         let v: Value = serde_json::from_slice(&one).unwrap();
-        assert_eq!(v["records"].as_array().unwrap().len(), 1, "one record even over the cap");
+        assert_eq!(
+            v["records"].as_array().unwrap().len(),
+            1,
+            "one record even over the cap"
+        );
         assert_eq!(v["next_offset"], 11);
     }
 }

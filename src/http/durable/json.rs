@@ -153,7 +153,10 @@ mod tests {
     fn more_messages_than_the_limit_are_refused() {
         assert_eq!(messages(&Bytes::from_static(b"[1,2,3]"), 3).unwrap().len(), 3);
         assert_eq!(messages(&Bytes::from_static(b"[1,2,3]"), 2), Err(JsonError::TooMany(2)));
-        assert_eq!(messages(&Bytes::from_static(b"[1,2,3,4]"), 2), Err(JsonError::TooMany(2)));
+        assert_eq!(
+            messages(&Bytes::from_static(b"[1,2,3,4]"), 2),
+            Err(JsonError::TooMany(2))
+        );
         assert_eq!(messages(&Bytes::from_static(b"7"), 1).unwrap().len(), 1);
     }
 

@@ -954,7 +954,10 @@ async fn appends_answer_ranges_and_list_offsets_only_for_small_requests() {
     let r = h.post("/v1/topics/t/records", json!({ "records": many })).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
     assert!(r.body.get("offsets").is_none(), "no per-record list past the threshold");
-    assert_eq!(r.body["ranges"], json!([{ "partition": 0, "base_offset": 1, "count": 1001 }]));
+    assert_eq!(
+        r.body["ranges"],
+        json!([{ "partition": 0, "base_offset": 1, "count": 1001 }])
+    );
 }
 
 #[tokio::test]
@@ -962,9 +965,13 @@ async fn a_request_of_more_records_than_its_overhead_allows_is_413() {
     let h = Harness::with_topic("t", 1).await;
     let max = FakeEngine::default_limits().max_request_bytes / super::RECORD_OVERHEAD;
     let body = |n: usize| format!(r#"{{"records":[{}]}}"#, vec![r#"{"value":null}"#; n].join(","));
-    let r = h.post_raw("/v1/topics/t/records", "application/json", body(max).into()).await;
+    let r = h
+        .post_raw("/v1/topics/t/records", "application/json", body(max).into())
+        .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.body);
-    let r = h.post_raw("/v1/topics/t/records", "application/json", body(max + 1).into()).await;
+    let r = h
+        .post_raw("/v1/topics/t/records", "application/json", body(max + 1).into())
+        .await;
     r.assert_error(413, "request_too_large");
     assert!(r.message().contains("--max-request-bytes"), "{}", r.message());
     assert_eq!(h.engine.total_records("t"), max);
@@ -994,19 +1001,28 @@ async fn reads_are_capped_by_max_read_bytes_whatever_max_bytes_asks() {
     let v: Value = serde_json::from_slice(&bytes).unwrap();
     let n = v["records"].as_array().unwrap().len();
     assert!(n > 10 && n < 80, "{n} records");
-    assert_eq!(v["next_offset"], n, "the next read starts after the last record returned");
+    assert_eq!(
+        v["next_offset"], n,
+        "the next read starts after the last record returned"
+    );
 }
 
 #[tokio::test]
 async fn unknown_topic_config_keys_are_refused_by_name() {
     let h = Harness::new();
     let r = h
-        .post("/v1/topics", json!({ "name": "t", "config": { "retention_ms": 1000, "retension_bytes": 5 } }))
+        .post(
+            "/v1/topics",
+            json!({ "name": "t", "config": { "retention_ms": 1000, "retension_bytes": 5 } }),
+        )
         .await;
     r.assert_error(400, "invalid_request");
     assert!(r.message().contains("\"retension_bytes\""), "{}", r.message());
     let r = h
-        .post("/v1/topics", json!({ "name": "t", "config": { "retention_ms": 1000, "cleanup_policy": "delete" } }))
+        .post(
+            "/v1/topics",
+            json!({ "name": "t", "config": { "retention_ms": 1000, "cleanup_policy": "delete" } }),
+        )
         .await;
     assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
     assert_eq!(r.body["config"]["retention_ms"], 1000);
@@ -1028,7 +1044,12 @@ async fn simple_cross_site_posts_are_refused_and_real_clients_pass() {
     let r = h.send(post("text/plain", None)).await;
     assert_eq!(r.status, StatusCode::CREATED, "no Origin: not a browser: {}", r.body);
     let r = h.send(post("application/json", Some("https://app.example"))).await;
-    assert_eq!(r.status, StatusCode::CONFLICT, "JSON needs a preflight, so it passes the guard: {}", r.body);
+    assert_eq!(
+        r.status,
+        StatusCode::CONFLICT,
+        "JSON needs a preflight, so it passes the guard: {}",
+        r.body
+    );
 }
 
 #[tokio::test]
@@ -1041,7 +1062,9 @@ async fn an_oversize_content_length_is_413_before_the_body_is_read() {
         .header(header::CONTENT_LENGTH, "100000000")
         .body(Body::from_stream(never))
         .unwrap();
-    let r = tokio::time::timeout(Duration::from_secs(5), h.send(req)).await.expect("answered at once");
+    let r = tokio::time::timeout(Duration::from_secs(5), h.send(req))
+        .await
+        .expect("answered at once");
     r.assert_error(413, "request_too_large");
     assert!(r.message().contains("--max-request-bytes"), "{}", r.message());
 }
