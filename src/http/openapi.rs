@@ -155,7 +155,8 @@ fn build() -> Value {
                         "schema": { "$ref": "#/components/schemas/CreateTopic" } } } },
                     "responses": {
                         "201": json_response("created", "Topic"),
-                        "400": error_response("invalid_json, invalid_request, invalid_topic_name, invalid_partition_count"),
+                        "400": error_response("invalid_json, invalid_request (also an unknown config key, named), invalid_topic_name, invalid_partition_count"),
+                        "403": error_response("forbidden: a cross-site POST with a form or text/plain body (from a web page), or the token lacks admin"),
                         "409": error_response("topic_exists"),
                         "503": error_response("unavailable")
                     }

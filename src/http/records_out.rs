@@ -19,7 +19,8 @@ const HEAD_ROOM: usize = 96;
 const TAIL_ROOM: usize = 40;
 
 fn push_u64(out: &mut Vec<u8>, n: u64) {
-    out.extend_from_slice(n.to_string().as_bytes());
+    use std::io::Write as _;
+    let _ = write!(out, "{n}");
 }
 
 fn push_str(out: &mut Vec<u8>, s: &str) {
@@ -111,7 +112,10 @@ pub(crate) fn write_record(out: &mut Vec<u8>, offset: Offset, r: &Record, enc: E
     push_u64(out, offset.get());
     out.push(b',');
     push_key(out, "timestamp");
-    out.extend_from_slice(r.timestamp_ms.to_string().as_bytes());
+    {
+        use std::io::Write as _;
+        let _ = write!(out, "{}", r.timestamp_ms);
+    }
     field(out, "value", &r.value);
     out.push(b'}');
 }
