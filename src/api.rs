@@ -255,6 +255,11 @@ pub struct Limits {
     pub max_record_bytes: usize,
     pub max_request_bytes: usize,
     pub max_wait: Duration,
+    /// Largest HTTP read answer (`--http-max-read-bytes`): a native read's
+    /// `max_bytes` is clamped to it and its JSON body never exceeds it
+    /// (one record larger than it is still returned alone); Durable Streams
+    /// reads and SSE batches read at most this many bytes at once.
+    pub max_read_bytes: usize,
 }
 
 /// What a node does for its front doors.

@@ -186,6 +186,12 @@ pub struct ServeArgs {
     #[arg(long, env = "SLUICE_MAX_REQUEST_BYTES", default_value_t = 8 << 20)]
     pub max_request_bytes: usize,
 
+    /// Largest HTTP read answer: `max_bytes` of `GET .../records` above it is
+    /// clamped to it (and the JSON body stays within it); Durable Streams
+    /// reads and SSE batches read at most this much at once.
+    #[arg(long, env = "SLUICE_HTTP_MAX_READ_BYTES", default_value_t = 8 << 20)]
+    pub http_max_read_bytes: usize,
+
     /// Longest long poll a client may ask for, in milliseconds.
     #[arg(long, env = "SLUICE_MAX_WAIT_MS", default_value_t = 30_000)]
     pub max_wait_ms: u64,
@@ -285,6 +291,7 @@ pub struct Config {
     pub read_cache_bytes: usize,
     pub max_record_bytes: usize,
     pub max_request_bytes: usize,
+    pub http_max_read_bytes: usize,
     pub max_wait: Duration,
     pub meta_poll: Duration,
     pub transfer_timeout_heartbeats: u64,
@@ -367,6 +374,7 @@ impl ServeArgs {
             ("--flush-bytes", self.flush_bytes),
             ("--max-record-bytes", self.max_record_bytes),
             ("--max-request-bytes", self.max_request_bytes),
+            ("--http-max-read-bytes", self.http_max_read_bytes),
             ("--kafka-max-frame-bytes", self.kafka_max_frame_bytes),
             (
                 "--kafka-max-unauthenticated-frame-bytes",
@@ -508,6 +516,7 @@ impl ServeArgs {
             read_cache_bytes: self.read_cache_bytes,
             max_record_bytes: self.max_record_bytes,
             max_request_bytes: self.max_request_bytes,
+            http_max_read_bytes: self.http_max_read_bytes,
             max_wait: Duration::from_millis(self.max_wait_ms),
             meta_poll: Duration::from_millis(self.meta_poll_ms.max(1)),
             transfer_timeout_heartbeats: crate::meta::liveness::heartbeats_for(self.transfer_timeout_sec.max(1), hb),

@@ -413,6 +413,9 @@ fn http_append_bodies_are_answered_without_panicking() {
         r#"{"records":[{"key":"aGk=","value":"aGk=","headers":{"h":"eA=="}}]}"#,
         r#"{"records":[]}"#,
         r#"{"records":[{"value":"\u00e9\ud83d\ude00","key":"1234567890"}]}"#,
+        r#"{"records":[{"value":"a","partition":1,"headers":{"b":"1","a":null,"b":"2"}},{"value":"b","partition":0}]}"#,
+        r#"{"records":[{"value":"esc \" \\ \n","key":null,"partition":null,"headers":null}],"records":[{"value":"x"}]}"#,
+        r#"{"records":[{"value":[1,{"a":[]}]},{"value":1.5e3,"partition":-1}]}"#,
     ]
     .iter()
     .map(|s| s.as_bytes().to_vec())
@@ -432,6 +435,71 @@ fn http_append_bodies_are_answered_without_panicking() {
         assert!(
             status.is_success() || status.is_client_error(),
             "an append body was answered {status}"
+        );
+    });
+}
+
+/// Topic creations (the `config` keys are checked by name) and Durable
+/// Streams appends with arbitrary `Stream-Seq` values and JSON bodies
+/// (split into messages, counted against the request).
+#[test]
+fn http_topic_bodies_and_stream_appends_are_answered_without_panicking() {
+    use tower::ServiceExt;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let node = rt.block_on(async {
+        sluice::node::Node::start_with(support::config("n1", &[]), support::memory_backends())
+            .await
+            .unwrap()
+    });
+    let router = sluice::http::router(node.clone());
+    let send = |req: axum::http::Request<axum::body::Body>| rt.block_on(router.clone().oneshot(req)).unwrap().status();
+    let put = axum::http::Request::put("/v1/stream/fz")
+        .header("content-type", "application/json")
+        .body(axum::body::Body::empty())
+        .unwrap();
+    assert_eq!(send(put), 201);
+    let topics: Vec<Vec<u8>> = [
+        r#"{"name":"a","partitions":2,"config":{"retention_ms":1000,"retention_bytes":null}}"#,
+        r#"{"name":"b","config":{"cleanup_policy":"delete"}}"#,
+        r#"{"name":"c","config":{"retention.ms":5,"durable":{}}}"#,
+        r#"{"name":"d","config":null}"#,
+    ]
+    .iter()
+    .map(|s| s.as_bytes().to_vec())
+    .collect();
+    fuzz("http-topic-create", topics, |body| {
+        let req = axum::http::Request::post("/v1/topics")
+            .header("content-type", "application/json")
+            .body(axum::body::Body::from(body.to_vec()))
+            .unwrap();
+        let status = send(req);
+        assert!(
+            status.is_success() || status.is_client_error(),
+            "a topic creation was answered {status}"
+        );
+    });
+    let appends: Vec<Vec<u8>> = ["0001\n[1,2,{\"a\":[3]}]", "0002\n\"x\"", "zz\n[ ]", "\n{\"k\":\"v,]\"}"]
+        .iter()
+        .map(|s| s.as_bytes().to_vec())
+        .collect();
+    fuzz("ds-append-seq", appends, |input| {
+        // The first line is the Stream-Seq header, the rest the body.
+        let split = input.iter().position(|b| *b == b'\n').unwrap_or(input.len());
+        let mut req = axum::http::Request::post("/v1/stream/fz").header("content-type", "application/json");
+        if let Ok(seq) = axum::http::HeaderValue::from_bytes(&input[..split]) {
+            if !input[..split].is_empty() {
+                req = req.header("stream-seq", seq);
+            }
+        }
+        let body = input.get(split + 1..).unwrap_or_default().to_vec();
+        let status = send(req.body(axum::body::Body::from(body)).unwrap());
+        assert!(
+            status.is_success() || status.is_client_error(),
+            "a stream append was answered {status}"
         );
     });
 }

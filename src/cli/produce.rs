@@ -145,7 +145,12 @@ impl ProduceArgs {
             req = req.query(&[("encoding", "base64")]);
         }
         let resp = client.json(req.json(&json!({ "records": records }))).await?;
-        let acked = resp["offsets"].as_array().map_or(0, Vec::len);
+        // One range per partition written; `offsets` (one per record) is
+        // only there for requests of up to 1000 records.
+        let acked = resp["ranges"]
+            .as_array()
+            .map(|ranges| ranges.iter().filter_map(|r| r["count"].as_u64()).sum::<u64>() as usize)
+            .unwrap_or_else(|| resp["offsets"].as_array().map_or(0, Vec::len));
         anyhow::ensure!(
             acked == lines.len(),
             "server acknowledged {acked} of {} records",

@@ -5,8 +5,11 @@
 //! # Layout
 //!
 //! - [`error`]: [`ApiError`](crate::api::ApiError) → status + JSON body.
+//! - `guard`: before routing: an oversize `Content-Length`, a simple
+//!   cross-site `POST`, a path that is not UTF-8.
 //! - `topics`: create, list, describe, delete.
-//! - `records`: appends (JSON and raw) and reads with long poll.
+//! - `records`: appends (JSON and raw) and reads with long poll; `records_in`
+//!   parses a JSON append body, `records_out` writes read answers.
 //! - `sse`: `subscribe`, records as server-sent events.
 //! - `ops`: `/health`, `/ready`, `/metrics`, `/admin/nodes`.
 //! - [`auth`]: who may call each route (`--auth on`), checked before the handler.
@@ -21,9 +24,12 @@
 pub mod auth;
 pub mod durable;
 pub mod error;
+mod guard;
 pub mod openapi;
 mod ops;
 mod records;
+mod records_in;
+mod records_out;
 mod sse;
 mod tokens;
 mod topics;
@@ -36,6 +42,7 @@ use axum::extract::DefaultBodyLimit;
 use axum::routing::{delete, get, post, MethodRouter};
 use axum::Router;
 use error::HttpError;
+pub use records_in::RECORD_OVERHEAD;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
@@ -121,6 +128,10 @@ pub fn router(engine: Arc<dyn Engine>) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(limits.max_request_bytes))
+        .layer(axum::middleware::from_fn_with_state(
+            limits.max_request_bytes,
+            guard::guard,
+        ))
         .layer(axum::middleware::from_fn_with_state(forwarded_engine, mark_forwarded))
         .layer(axum::middleware::from_fn(observe))
         .layer(axum::middleware::from_fn(

@@ -70,8 +70,9 @@ fn append_body() -> Value {
 fn append_errors() -> Value {
     json!({
         "400": error_response("invalid_json, invalid_request"),
+        "403": error_response("forbidden: a cross-site POST with a form or text/plain body (from a web page), or the token lacks write"),
         "404": error_response("topic_not_found, partition_not_found"),
-        "413": error_response("record_too_large, request_too_large"),
+        "413": error_response("record_too_large, request_too_large (the body passes --max-request-bytes, or holds more records than --max-request-bytes / 64)"),
         "429": error_response("throttled"),
         "503": error_response("unavailable")
     })
@@ -154,7 +155,8 @@ fn build() -> Value {
                         "schema": { "$ref": "#/components/schemas/CreateTopic" } } } },
                     "responses": {
                         "201": json_response("created", "Topic"),
-                        "400": error_response("invalid_json, invalid_request, invalid_topic_name, invalid_partition_count"),
+                        "400": error_response("invalid_json, invalid_request (also an unknown config key, named), invalid_topic_name, invalid_partition_count"),
+                        "403": error_response("forbidden: a cross-site POST with a form or text/plain body (from a web page), or the token lacks admin"),
                         "409": error_response("topic_exists"),
                         "503": error_response("unavailable")
                     }
@@ -184,7 +186,7 @@ fn build() -> Value {
                     "summary": "Append records; each goes to its explicit partition, else by key (Kafka murmur2), else round-robin",
                     "parameters": [encoding_param(), key_header.clone()],
                     "requestBody": append_body(),
-                    "responses": merge(json!({ "200": json_response("durable; offsets in request order", "AppendResponse") }), append_errors())
+                    "responses": merge(json!({ "200": json_response("durable; one range per partition, and offsets in request order for up to 1000 records", "AppendResponse") }), append_errors())
                 }
             },
             "/v1/topics/{topic}/partitions/{partition}/records": {
@@ -200,7 +202,8 @@ fn build() -> Value {
                     "parameters": [
                         offset_param(),
                         { "name": "limit", "in": "query", "schema": { "type": "integer", "minimum": 1, "maximum": 10000, "default": 100 } },
-                        { "name": "max_bytes", "in": "query", "schema": { "type": "integer", "minimum": 1, "default": 1048576 } },
+                        { "name": "max_bytes", "in": "query", "description": "About this many bytes of keys, values and headers. A larger value is clamped to the server's --http-max-read-bytes (default 8 MiB), which also bounds the JSON answer; the first record is returned even if larger.",
+                          "schema": { "type": "integer", "minimum": 1, "default": 1048576 } },
                         { "name": "wait_ms", "in": "query", "description": "Long poll: wait up to this long (capped by the server's --max-wait-ms) when no records are available.",
                           "schema": { "type": "integer", "minimum": 0, "default": 0 } },
                         encoding_param()
@@ -306,6 +309,13 @@ fn with_auth(mut doc: Value) -> Value {
             "description": "With --auth on every route but /health, /ready, /metrics and /openapi.json needs a token." }
     });
     doc["security"] = json!([{ "bearer": [] }]);
+    // The routes open to anyone say so: an empty requirement overrides the
+    // global one (the same table as the router's auth policy).
+    for (method, path) in super::ROUTES {
+        if super::auth::policy(method, path) == Some(super::auth::Policy::Open) {
+            doc["paths"][*path][method.to_ascii_lowercase()]["security"] = json!([]);
+        }
+    }
     doc
 }
 
@@ -390,9 +400,17 @@ fn schemas() -> Value {
                 "items": { "$ref": "#/components/schemas/AppendRecord" } } }
         },
         "AppendResponse": {
-            "type": "object",
-            "properties": { "offsets": { "type": "array", "items": { "type": "object", "properties": {
-                "partition": { "type": "integer" }, "offset": { "type": "integer" } } } } }
+            "type": "object", "required": ["ranges"],
+            "properties": {
+                "offsets": { "type": "array",
+                    "description": "One entry per record, in request order; only when the request had at most 1000 records",
+                    "items": { "type": "object", "properties": {
+                        "partition": { "type": "integer" }, "offset": { "type": "integer" } } } },
+                "ranges": { "type": "array",
+                    "description": "One entry per partition written: its records of this request got offsets base_offset .. base_offset + count - 1, in request order",
+                    "items": { "type": "object", "properties": {
+                        "partition": { "type": "integer" }, "base_offset": { "type": "integer" }, "count": { "type": "integer" } } } }
+            }
         },
         "PartitionAppendResponse": {
             "type": "object",
@@ -478,6 +496,17 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    #[test]
+    fn only_the_open_routes_waive_the_bearer_requirement() {
+        let doc = document();
+        assert_eq!(doc["security"], json!([{ "bearer": [] }]));
+        for (method, path) in ROUTES {
+            let op = &doc["paths"][*path][method.to_ascii_lowercase()];
+            let open = matches!(*path, "/health" | "/ready" | "/metrics" | "/openapi.json");
+            assert_eq!(op.get("security") == Some(&json!([])), open, "{method} {path}");
         }
     }
 

@@ -6,9 +6,11 @@
 //! request has appended nothing.
 
 use super::error::{HttpError, HttpResult};
-use super::topics::{body_error, json_error};
+use super::records_in::{check_size, parse_json, BodyLimits, Incoming};
+use super::records_out::read_answer;
+use super::topics::body_error;
 use super::{checked_partition, AppState, Shared};
-use crate::api::{ApiError, ErrorCode, ReadFrom, ReadRequest, ReadResult};
+use crate::api::{ApiError, ErrorCode, ReadFrom, ReadRequest};
 use crate::ids::Offset;
 use crate::stream::batch::{partition_for_key, Record};
 use axum::body::Bytes;
@@ -19,7 +21,7 @@ use axum::Json;
 use base64::alphabet;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use base64::Engine as _;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -31,7 +33,7 @@ pub const MAX_LIMIT: usize = 10_000;
 pub const DEFAULT_MAX_BYTES: usize = 1024 * 1024;
 
 /// Standard alphabet; padding optional on input, always written on output.
-const B64: GeneralPurpose = GeneralPurpose::new(
+pub(crate) const B64: GeneralPurpose = GeneralPurpose::new(
     &alphabet::STANDARD,
     GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
 );
@@ -74,13 +76,6 @@ fn now_ms() -> i64 {
 // ---------------------------------------------------------------------------
 // Appends
 
-/// One record of a request, validated but not yet placed.
-#[derive(Debug)]
-struct Incoming {
-    partition: Option<u32>,
-    record: Record,
-}
-
 fn invalid(msg: String) -> HttpError {
     HttpError::new(ErrorCode::InvalidRequest, msg)
 }
@@ -93,141 +88,6 @@ fn decode_bytes(s: &str, enc: Encoding, what: &str) -> HttpResult<Bytes> {
             .map(Bytes::from)
             .map_err(|e| invalid(format!("{what}: invalid base64: {e}"))),
     }
-}
-
-fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
-/// `Some(bytes)` for a string, `None` for null or absent.
-fn optional_bytes(v: Option<&Value>, enc: Encoding, what: &str) -> HttpResult<Option<Bytes>> {
-    match v {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => decode_bytes(s, enc, what).map(Some),
-        Some(other) => Err(invalid(format!(
-            "{what}: expected a string or null, got {}",
-            type_name(other)
-        ))),
-    }
-}
-
-fn record_size(r: &Record) -> usize {
-    let field = |b: &Option<Bytes>| b.as_ref().map_or(0, Bytes::len);
-    field(&r.key) + field(&r.value) + r.headers.iter().map(|(k, v)| k.len() + field(v)).sum::<usize>()
-}
-
-/// Parses and checks a JSON append body: `{"records": [...]}`.
-fn parse_json(body: &[u8], enc: Encoding, timestamp_ms: i64, max_record_bytes: usize) -> HttpResult<Vec<Incoming>> {
-    let top: Value = serde_json::from_slice(body).map_err(json_error)?;
-    let Value::Object(mut top) = top else {
-        return Err(invalid(format!(
-            "body must be an object {{\"records\": [...]}}, got {}",
-            type_name(&top)
-        )));
-    };
-    if let Some(k) = top.keys().find(|k| k.as_str() != "records") {
-        return Err(invalid(format!(
-            "unknown field {k:?} in body; expected only \"records\""
-        )));
-    }
-    let records = match top.remove("records") {
-        None => return Err(invalid("missing field \"records\"".into())),
-        Some(Value::Array(a)) => a,
-        Some(other) => {
-            return Err(invalid(format!(
-                "\"records\" must be an array, got {}",
-                type_name(&other)
-            )))
-        }
-    };
-    if records.is_empty() {
-        return Err(invalid("\"records\" is empty; send at least one record".into()));
-    }
-    let mut out = Vec::with_capacity(records.len());
-    for (i, r) in records.into_iter().enumerate() {
-        let Value::Object(r) = r else {
-            return Err(invalid(format!(
-                "records[{i}] must be an object, got {}",
-                type_name(&r)
-            )));
-        };
-        if let Some(k) = r
-            .keys()
-            .find(|k| !matches!(k.as_str(), "key" | "value" | "headers" | "partition"))
-        {
-            return Err(invalid(format!(
-                "records[{i}]: unknown field {k:?}; expected key, value, headers, partition"
-            )));
-        }
-        let key = optional_bytes(r.get("key"), enc, &format!("records[{i}].key"))?;
-        if !r.contains_key("value") {
-            return Err(invalid(format!(
-                "records[{i}]: missing field \"value\" (use null for a tombstone)"
-            )));
-        }
-        let value = optional_bytes(r.get("value"), enc, &format!("records[{i}].value"))?;
-        let headers = match r.get("headers") {
-            None | Some(Value::Null) => Vec::new(),
-            Some(Value::Object(h)) => {
-                let mut headers = Vec::with_capacity(h.len());
-                for (name, v) in h {
-                    let v = optional_bytes(Some(v), enc, &format!("records[{i}].headers.{name}"))?;
-                    headers.push((name.clone(), v));
-                }
-                headers
-            }
-            Some(other) => {
-                return Err(invalid(format!(
-                    "records[{i}].headers: expected an object of strings, got {}",
-                    type_name(other)
-                )))
-            }
-        };
-        let partition = match r.get("partition") {
-            None | Some(Value::Null) => None,
-            Some(Value::Number(n)) => match n.as_u64().and_then(|p| u32::try_from(p).ok()) {
-                Some(p) => Some(p),
-                None => {
-                    return Err(invalid(format!(
-                        "records[{i}].partition: expected a partition number, got {n}"
-                    )))
-                }
-            },
-            Some(other) => {
-                return Err(invalid(format!(
-                    "records[{i}].partition: expected a partition number, got {}",
-                    type_name(other)
-                )))
-            }
-        };
-        let record = Record {
-            timestamp_ms,
-            key,
-            value,
-            headers,
-        };
-        check_size(&record, max_record_bytes, &format!("records[{i}]"))?;
-        out.push(Incoming { partition, record });
-    }
-    Ok(out)
-}
-
-fn check_size(record: &Record, max: usize, what: &str) -> HttpResult<()> {
-    let size = record_size(record);
-    if size > max {
-        return Err(HttpError::new(
-            ErrorCode::RecordTooLarge,
-            format!("{what} is {size} bytes (key + value + headers); the limit is {max}"),
-        ));
-    }
-    Ok(())
 }
 
 fn is_raw(headers: &HeaderMap) -> bool {
@@ -267,7 +127,11 @@ fn parse_body(state: &AppState, headers: &HeaderMap, body: Bytes, enc: Encoding)
     if is_raw(headers) {
         Ok(vec![parse_raw(body, headers, enc, ts, max)?])
     } else {
-        parse_json(&body, enc, ts, max)
+        let limits = BodyLimits {
+            max_record_bytes: max,
+            max_request_bytes: state.limits.max_request_bytes,
+        };
+        parse_json(&body, enc, ts, limits)
     }
 }
 
@@ -320,20 +184,23 @@ pub async fn append_to_topic(
     query: Result<Query<Params>, QueryRejection>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
-) -> HttpResult<Json<Value>> {
+) -> HttpResult<axum::response::Response> {
     let body = body.map_err(body_error)?;
     let params = params(query)?;
     let enc = encoding(&params)?;
     let partitions = state.engine.partitions_current(&topic).await?;
     let incoming = parse_body(&state, &headers, body, enc)?;
 
-    // Place every record before appending any.
+    // Place every record before appending any, grouping them by partition
+    // and remembering each one's place in its group (for `offsets`).
+    let listed = incoming.len() <= OFFSETS_LISTED;
     let unplaced = incoming
         .iter()
         .filter(|r| r.partition.is_none() && r.record.key.is_none())
         .count() as u64;
     let mut next_rr = state.round_robin.fetch_add(unplaced, Ordering::Relaxed);
-    let mut placed = Vec::with_capacity(incoming.len());
+    let mut groups: BTreeMap<u32, Vec<Record>> = BTreeMap::new();
+    let mut positions = Vec::with_capacity(if listed { incoming.len() } else { 0 });
     for (i, r) in incoming.into_iter().enumerate() {
         let p = match (r.partition, &r.record.key) {
             (Some(p), _) => {
@@ -352,23 +219,64 @@ pub async fn append_to_topic(
                 p
             }
         };
-        placed.push((p, r.record));
-    }
-
-    // Group by partition, remembering each record's index within its group.
-    let mut groups: BTreeMap<u32, Vec<Record>> = BTreeMap::new();
-    let mut positions = Vec::with_capacity(placed.len());
-    for (p, record) in placed {
         let group = groups.entry(p).or_default();
-        positions.push((p, group.len() as u64));
-        group.push(record);
+        if listed {
+            positions.push((p, group.len() as u64));
+        }
+        group.push(r.record);
     }
+    let counts: BTreeMap<u32, usize> = groups.iter().map(|(p, g)| (*p, g.len())).collect();
     let bases = append_groups(&state, &topic, groups).await?;
-    let offsets: Vec<Value> = positions
-        .into_iter()
-        .map(|(p, i)| json!({ "partition": p, "offset": bases[&p].plus(i).get() }))
-        .collect();
-    Ok(Json(json!({ "offsets": offsets })))
+    Ok(append_answer(&bases, &counts, listed.then_some(&positions[..])))
+}
+
+/// Requests of at most this many records are also answered with one
+/// `offsets` entry per record; larger ones only with `ranges`.
+pub const OFFSETS_LISTED: usize = 1000;
+
+/// `{"offsets": [...], "ranges": [...]}`, written without a value tree:
+/// `ranges` has one `{"partition", "base_offset", "count"}` per partition
+/// (its records got consecutive offsets in request order), `offsets` one
+/// `{"partition", "offset"}` per record in request order when `positions`
+/// (each record's partition and place among that partition's records) is
+/// given.
+fn append_answer(
+    bases: &BTreeMap<u32, Offset>,
+    counts: &BTreeMap<u32, usize>,
+    positions: Option<&[(u32, u64)]>,
+) -> axum::response::Response {
+    use std::fmt::Write as _;
+    let mut out = String::with_capacity(64 + 48 * (counts.len() + positions.map_or(0, <[_]>::len)));
+    out.push('{');
+    if let Some(positions) = positions {
+        out.push_str("\"offsets\":[");
+        for (i, (p, at)) in positions.iter().enumerate() {
+            let sep = if i > 0 { "," } else { "" };
+            let _ = write!(
+                out,
+                "{sep}{{\"offset\":{},\"partition\":{p}}}",
+                bases[p].plus(*at).get()
+            );
+        }
+        out.push_str("],");
+    }
+    out.push_str("\"ranges\":[");
+    for (i, (p, count)) in counts.iter().enumerate() {
+        let sep = if i > 0 { "," } else { "" };
+        let _ = write!(
+            out,
+            "{sep}{{\"base_offset\":{},\"count\":{count},\"partition\":{p}}}",
+            bases[p].get()
+        );
+    }
+    out.push_str("]}");
+    json_bytes(Bytes::from(out))
+}
+
+/// A JSON body written by hand, as a response.
+pub(crate) fn json_bytes(body: Bytes) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
 pub async fn append_to_partition(
@@ -441,74 +349,11 @@ fn read_request(state: &AppState, params: &Params) -> HttpResult<ReadRequest> {
     Ok(ReadRequest {
         from,
         limit: limit as usize,
-        max_bytes: usize::try_from(max_bytes).unwrap_or(usize::MAX),
+        // Clamped, not refused: a client asking for more gets at most the cap.
+        max_bytes: usize::try_from(max_bytes)
+            .unwrap_or(usize::MAX)
+            .min(state.limits.max_read_bytes),
         wait: Duration::from_millis(wait_ms).min(state.limits.max_wait),
-    })
-}
-
-/// Bytes as a JSON string: UTF-8 unless base64 was asked for or the bytes
-/// are not UTF-8. Returns whether base64 was used.
-fn bytes_json(b: &[u8], enc: Encoding) -> (Value, bool) {
-    match (enc, std::str::from_utf8(b)) {
-        (Encoding::Utf8, Ok(s)) => (Value::String(s.to_string()), false),
-        _ => (Value::String(B64.encode(b)), true),
-    }
-}
-
-/// A record as JSON: `{"offset", "timestamp", "key", "value", "headers"}`.
-///
-/// Without `?encoding=base64`, a key, value or set of header values that is not
-/// UTF-8 is written in base64 and flagged with `"key_encoding"`,
-/// `"value_encoding"` or `"headers_encoding": "base64"`.
-pub(crate) fn record_json(offset: Offset, r: &Record, enc: Encoding) -> Value {
-    let mut obj = Map::new();
-    obj.insert("offset".into(), json!(offset.get()));
-    obj.insert("timestamp".into(), json!(r.timestamp_ms));
-    for (name, field) in [("key", &r.key), ("value", &r.value)] {
-        match field {
-            None => {
-                obj.insert(name.into(), Value::Null);
-            }
-            Some(b) => {
-                let (v, b64) = bytes_json(b, enc);
-                obj.insert(name.into(), v);
-                if b64 && enc == Encoding::Utf8 {
-                    obj.insert(format!("{name}_encoding"), json!("base64"));
-                }
-            }
-        }
-    }
-    let header_enc = if enc == Encoding::Utf8
-        && r.headers
-            .iter()
-            .any(|(_, v)| v.as_ref().is_some_and(|v| std::str::from_utf8(v).is_err()))
-    {
-        obj.insert("headers_encoding".into(), json!("base64"));
-        Encoding::Base64
-    } else {
-        enc
-    };
-    let headers: Map<String, Value> = r
-        .headers
-        .iter()
-        .map(|(k, v)| {
-            (
-                k.clone(),
-                v.as_ref().map_or(Value::Null, |v| bytes_json(v, header_enc).0),
-            )
-        })
-        .collect();
-    obj.insert("headers".into(), Value::Object(headers));
-    Value::Object(obj)
-}
-
-pub(crate) fn read_result_json(result: &ReadResult, enc: Encoding) -> Value {
-    let records: Vec<Value> = result.records.iter().map(|(o, r)| record_json(*o, r, enc)).collect();
-    json!({
-        "records": records,
-        "next_offset": result.next_offset.get(),
-        "high_watermark": result.high_watermark.get(),
-        "start_offset": result.start_offset.get(),
     })
 }
 
@@ -516,11 +361,11 @@ pub async fn read(
     State(state): State<Shared>,
     Path((topic, partition)): Path<(String, String)>,
     query: Result<Query<Params>, QueryRejection>,
-) -> HttpResult<Json<Value>> {
+) -> HttpResult<axum::response::Response> {
     let params = params(query)?;
     let enc = encoding(&params)?;
     let p = checked_partition(&state, &topic, &partition).await?;
     let req = read_request(&state, &params)?;
     let result = state.engine.read(&topic, p, req).await?;
-    Ok(Json(read_result_json(&result, enc)))
+    Ok(json_bytes(read_answer(&result, enc, state.limits.max_read_bytes)))
 }

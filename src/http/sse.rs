@@ -8,7 +8,8 @@
 //! client reconnects with `Last-Event-ID`.
 
 use super::error::{HttpError, HttpResult};
-use super::records::{encoding, params, read_from, record_json, Encoding, Params};
+use super::records::{encoding, params, read_from, Encoding, Params};
+use super::records_out::record_text;
 use super::{checked_partition, Shared};
 use crate::api::{ApiError, ErrorCode, ReadFrom, ReadRequest};
 use crate::ids::Offset;
@@ -56,7 +57,7 @@ impl Subscription {
         ReadRequest {
             from: self.from,
             limit: BATCH,
-            max_bytes: BATCH_BYTES,
+            max_bytes: BATCH_BYTES.min(self.state.limits.max_read_bytes),
             wait,
         }
     }
@@ -71,7 +72,7 @@ impl Subscription {
     async fn next(&mut self) -> Option<Event> {
         loop {
             if let Some((offset, record)) = self.buffered.pop_front() {
-                let data = record_json(offset, &record, self.enc).to_string();
+                let data = record_text(offset, &record, self.enc);
                 return Some(Event::default().id(offset.get().to_string()).event("record").data(data));
             }
             if self.done {

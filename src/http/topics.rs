@@ -24,8 +24,35 @@ struct CreateTopic {
     name: String,
     #[serde(default)]
     partitions: Option<i64>,
+    /// Read as an object first, so a key `TopicConfig` does not know is
+    /// refused by name (the stored form ignores unknown keys, for entries
+    /// written by newer nodes).
     #[serde(default)]
-    config: Option<TopicConfig>,
+    config: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// The keys of `config` a client may set.
+const CONFIG_KEYS: [&str; 3] = ["retention_ms", "retention_bytes", "cleanup_policy"];
+
+fn topic_config(config: Option<serde_json::Map<String, serde_json::Value>>) -> HttpResult<Option<TopicConfig>> {
+    let Some(config) = config else {
+        return Ok(None);
+    };
+    if config.contains_key("durable") {
+        return Err(HttpError::new(
+            ErrorCode::InvalidRequest,
+            "config.durable is set by the Durable Streams protocol (PUT /v1/stream/...), not here",
+        ));
+    }
+    if let Some(k) = config.keys().find(|k| !CONFIG_KEYS.contains(&k.as_str())) {
+        return Err(HttpError::new(
+            ErrorCode::InvalidRequest,
+            format!("config: unknown key {k:?}; expected {}", CONFIG_KEYS.join(", ")),
+        ));
+    }
+    serde_json::from_value(serde_json::Value::Object(config))
+        .map(Some)
+        .map_err(json_error)
 }
 
 /// Maps a body that could not be read (too large, broken connection).
@@ -64,12 +91,7 @@ pub async fn create(
     let req: CreateTopic = serde_json::from_slice(&body).map_err(json_error)?;
     validate_topic_name(&req.name).map_err(|m| HttpError::new(ErrorCode::InvalidTopicName, m))?;
     caller.require(Op::Admin, &req.name)?;
-    if req.config.as_ref().is_some_and(|c| c.durable.is_some()) {
-        return Err(HttpError::new(
-            ErrorCode::InvalidRequest,
-            "config.durable is set by the Durable Streams protocol (PUT /v1/stream/...), not here",
-        ));
-    }
+    let config = topic_config(req.config)?;
     let partitions = req.partitions.unwrap_or(1);
     if !(1..=MAX_PARTITIONS).contains(&partitions) {
         return Err(HttpError::new(
@@ -77,7 +99,7 @@ pub async fn create(
             format!("partitions must be 1-{MAX_PARTITIONS}, got {partitions}"),
         ));
     }
-    let config = req.config.unwrap_or_default();
+    let config = config.unwrap_or_default();
     for (field, v) in [
         ("retention_ms", config.retention_ms),
         ("retention_bytes", config.retention_bytes),

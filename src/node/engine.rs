@@ -304,6 +304,7 @@ impl Engine for Node {
             max_record_bytes: self.config.max_record_bytes,
             max_request_bytes: self.config.max_request_bytes,
             max_wait: self.config.max_wait,
+            max_read_bytes: self.config.http_max_read_bytes,
         }
     }
 

@@ -135,9 +135,10 @@ async fn append_locked(st: &DsState, found: Found, req: Request) -> Result<Respo
             )));
         }
         records = if json::is_json(&meta.content_type) {
-            match json::messages(&req.body) {
+            match json::messages(&req.body, json::max_messages(st)) {
                 Ok(m) => m,
                 Err(json::JsonError::EmptyArray) => return Err(DsError::bad("an empty JSON array appends nothing")),
+                Err(json::JsonError::TooMany(max)) => return Err(json::too_many(max)),
                 Err(json::JsonError::Invalid(e)) => return Err(DsError::bad(format!("body is not JSON: {e}"))),
             }
         } else {

@@ -84,8 +84,19 @@ pub fn closed(h: &HeaderMap) -> Result<bool, String> {
     }
 }
 
+/// Longest `Stream-Seq` accepted. The protocol leaves the value opaque
+/// (compared as bytes); every stream keeps its last one in the metadata
+/// log, so it is bounded: 128 bytes holds a timestamp and a UUID.
+pub const MAX_SEQ_BYTES: usize = 128;
+
 pub fn stream_seq(h: &HeaderMap) -> Result<Option<String>, String> {
-    Ok(text(h, SEQ)?.map(str::to_string))
+    match text(h, SEQ)? {
+        Some(s) if s.len() > MAX_SEQ_BYTES => Err(format!(
+            "Stream-Seq is {} bytes; at most {MAX_SEQ_BYTES} are accepted",
+            s.len()
+        )),
+        s => Ok(s.map(str::to_string)),
+    }
 }
 
 /// The idempotent-producer headers of an append.
@@ -165,6 +176,15 @@ pub(crate) mod tests {
             let h = map(&[(PRODUCER_ID, "p"), (PRODUCER_EPOCH, bad), (PRODUCER_SEQ, "0")]);
             assert!(producer(&h).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn stream_seq_is_bounded() {
+        let at_limit = "s".repeat(MAX_SEQ_BYTES);
+        assert_eq!(stream_seq(&map(&[(SEQ, &at_limit)])).unwrap(), Some(at_limit.clone()));
+        let err = stream_seq(&map(&[(SEQ, &format!("{at_limit}x"))])).unwrap_err();
+        assert!(err.contains("at most 128"), "{err}");
+        assert_eq!(stream_seq(&HeaderMap::new()).unwrap(), None);
     }
 
     #[test]

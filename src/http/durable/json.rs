@@ -10,6 +10,8 @@ use bytes::Bytes;
 pub enum JsonError {
     Invalid(String),
     EmptyArray,
+    /// More messages than the request may hold (413).
+    TooMany(usize),
 }
 
 /// Whether a content type is JSON mode (`application/json`, any case,
@@ -18,8 +20,10 @@ pub fn is_json(content_type: &str) -> bool {
     super::headers::media_type(content_type) == "application/json"
 }
 
-/// The messages of a JSON body, each as the bytes of its value.
-pub fn messages(body: &Bytes) -> Result<Vec<Bytes>, JsonError> {
+/// The messages of a JSON body, each as the bytes of its value; at most
+/// `max` of them (each costs a record in memory, so a body of tiny values
+/// is refused rather than turned into millions of records).
+pub fn messages(body: &Bytes, max: usize) -> Result<Vec<Bytes>, JsonError> {
     serde_json::from_slice::<serde::de::IgnoredAny>(body).map_err(|e| JsonError::Invalid(e.to_string()))?;
     let start = body.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(0);
     if body[start] != b'[' {
@@ -46,6 +50,9 @@ pub fn messages(body: &Bytes) -> Result<Vec<Bytes>, JsonError> {
                 depth -= 1;
                 if depth == 0 {
                     let last = trimmed(body, from, i);
+                    if !last.is_empty() && out.len() >= max {
+                        return Err(JsonError::TooMany(max));
+                    }
                     if !last.is_empty() {
                         out.push(last);
                     }
@@ -53,6 +60,9 @@ pub fn messages(body: &Bytes) -> Result<Vec<Bytes>, JsonError> {
                 }
             }
             b',' if depth == 1 => {
+                if out.len() >= max {
+                    return Err(JsonError::TooMany(max));
+                }
                 out.push(trimmed(body, from, i));
                 from = i + 1;
             }
@@ -75,6 +85,24 @@ fn trimmed(body: &Bytes, mut from: usize, mut to: usize) -> Bytes {
     body.slice(from..to)
 }
 
+/// Most messages one JSON-mode request may hold: each counts
+/// [`RECORD_OVERHEAD`](crate::http::RECORD_OVERHEAD) bytes against
+/// `--max-request-bytes`, like a record of a native JSON append.
+pub(crate) fn max_messages(st: &super::DsState) -> usize {
+    (st.engine.limits().max_request_bytes / crate::http::RECORD_OVERHEAD).max(1)
+}
+
+/// The 413 for a body of more than `max` messages.
+pub(crate) fn too_many(max: usize) -> super::reply::DsError {
+    super::reply::DsError::new(
+        axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+        format!(
+            "the body holds more than {max} JSON messages: each counts {} bytes against --max-request-bytes",
+            crate::http::RECORD_OVERHEAD
+        ),
+    )
+}
+
 /// Messages as one JSON array.
 pub fn array<'a>(messages: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8> {
     let mut out = vec![b'['];
@@ -93,7 +121,7 @@ mod tests {
     use super::*;
 
     fn msgs(s: &str) -> Result<Vec<String>, JsonError> {
-        messages(&Bytes::from(s.to_string()))
+        messages(&Bytes::from(s.to_string()), 100)
             .map(|v| v.into_iter().map(|b| String::from_utf8(b.to_vec()).unwrap()).collect())
     }
 
@@ -119,6 +147,17 @@ mod tests {
         assert!(matches!(msgs(""), Err(JsonError::Invalid(_))));
         assert!(matches!(msgs("[1,]"), Err(JsonError::Invalid(_))));
         assert_eq!(msgs(" [ ] "), Err(JsonError::EmptyArray));
+    }
+
+    #[test]
+    fn more_messages_than_the_limit_are_refused() {
+        assert_eq!(messages(&Bytes::from_static(b"[1,2,3]"), 3).unwrap().len(), 3);
+        assert_eq!(messages(&Bytes::from_static(b"[1,2,3]"), 2), Err(JsonError::TooMany(2)));
+        assert_eq!(
+            messages(&Bytes::from_static(b"[1,2,3,4]"), 2),
+            Err(JsonError::TooMany(2))
+        );
+        assert_eq!(messages(&Bytes::from_static(b"7"), 1).unwrap().len(), 1);
     }
 
     #[test]

@@ -41,16 +41,17 @@ fn same_config(
 }
 
 /// The messages of a create's initial body.
-fn initial_records(body: Bytes, content_type: &str) -> Result<Vec<Bytes>, DsError> {
+fn initial_records(body: Bytes, content_type: &str, max: usize) -> Result<Vec<Bytes>, DsError> {
     if body.is_empty() {
         return Ok(Vec::new());
     }
     if !json::is_json(content_type) {
         return Ok(vec![body]);
     }
-    match json::messages(&body) {
+    match json::messages(&body, max) {
         Ok(m) => Ok(m),
         Err(json::JsonError::EmptyArray) => Ok(Vec::new()),
+        Err(json::JsonError::TooMany(max)) => Err(json::too_many(max)),
         Err(json::JsonError::Invalid(e)) => Err(DsError::bad(format!("body is not JSON: {e}"))),
     }
 }
@@ -243,7 +244,7 @@ pub async fn create(
         }
     }
     let plan = plan.expect("set when created");
-    let records = initial_records(body, &plan.content_type)?;
+    let records = initial_records(body, &plan.content_type, json::max_messages(st))?;
     let base = if fork_req.is_some() {
         plan.fork.base()
     } else {

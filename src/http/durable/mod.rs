@@ -90,6 +90,12 @@ pub fn router(engine: Arc<dyn Engine>) -> Router {
         .with_state(state)
 }
 
+/// A protocol error answered before routing (see `http::guard`): plain
+/// text, with the headers every protocol response carries.
+pub(crate) fn text_error(status: axum::http::StatusCode, message: String) -> Response {
+    reply::with_common_headers(DsError::new(status, message).into_response())
+}
+
 /// Bytes of an oversized body read (and dropped) before answering 413, so
 /// a client still sending gets the answer instead of a reset connection.
 const DRAIN_LIMIT: usize = 64 * 1024 * 1024;

@@ -20,7 +20,8 @@ pub const LONG_POLL: Duration = Duration::from_secs(3);
 /// Each engine wait of a long poll or SSE tail; between them the stream's
 /// closure is checked.
 pub const WAIT_SLICE: Duration = Duration::from_millis(250);
-/// Records and bytes per read.
+/// Records and bytes per read (the bytes never more than
+/// `--http-max-read-bytes`; one record larger than that is still returned).
 pub const READ_RECORDS: usize = 1000;
 pub const READ_BYTES: usize = 1024 * 1024;
 
@@ -116,8 +117,9 @@ pub async fn read_once(
     wait: Duration,
 ) -> Result<ReadResult, DsError> {
     reader.check(st, found)?;
+    let max_bytes = READ_BYTES.min(st.engine.limits().max_read_bytes);
     let r = reader
-        .scoped(fork::read(st, &found.segments, from, wait, READ_RECORDS, READ_BYTES))
+        .scoped(fork::read(st, &found.segments, from, wait, READ_RECORDS, max_bytes))
         .await?;
     if !r.records.is_empty() {
         reader.check(st, found)?;

@@ -121,7 +121,11 @@ impl Reply {
 }
 
 /// Added to every response of the protocol, errors included.
-pub async fn common_headers(mut resp: Response) -> Response {
+pub async fn common_headers(resp: Response) -> Response {
+    with_common_headers(resp)
+}
+
+pub fn with_common_headers(mut resp: Response) -> Response {
     let hs = resp.headers_mut();
     hs.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
     hs.insert("cross-origin-resource-policy", HeaderValue::from_static("cross-origin"));

@@ -81,6 +81,7 @@ impl FakeEngine {
             max_record_bytes: 1024,
             max_request_bytes: 64 * 1024,
             max_wait: Duration::from_secs(30),
+            max_read_bytes: 64 * 1024,
         }
     }
 

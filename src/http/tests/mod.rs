@@ -3,7 +3,7 @@
 pub(crate) mod fake;
 
 use super::router;
-use crate::api::{ApiError, ErrorCode, Limits};
+use crate::api::{ApiError, Engine as _, ErrorCode, Limits};
 use crate::stream::batch::partition_for_key;
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
@@ -938,4 +938,153 @@ async fn every_route_is_served_and_openapi_is_published() {
     let r = h.get("/openapi.json").await;
     assert_eq!(r.body["openapi"], "3.0.3");
     assert!(r.body["paths"]["/v1/topics/{topic}/records"]["post"].is_object());
+}
+
+// ---------------------------------------------------------------------------
+// Hostile and careless clients (issue 15)
+
+#[tokio::test]
+async fn appends_answer_ranges_and_list_offsets_only_for_small_requests() {
+    let h = Harness::with_limits(Limits {
+        max_request_bytes: 1 << 20,
+        ..FakeEngine::default_limits()
+    });
+    h.post("/v1/topics", json!({ "name": "t", "partitions": 2 })).await;
+    let body = json!({ "records": [
+        { "value": "a", "partition": 1 }, { "value": "b", "partition": 0 }, { "value": "c", "partition": 1 },
+    ]});
+    let r = h.post("/v1/topics/t/records", body).await;
+    assert_eq!(
+        r.body,
+        json!({
+            "offsets": [{ "partition": 1, "offset": 0 }, { "partition": 0, "offset": 0 }, { "partition": 1, "offset": 1 }],
+            "ranges": [{ "partition": 0, "base_offset": 0, "count": 1 }, { "partition": 1, "base_offset": 0, "count": 2 }],
+        })
+    );
+    let many = (0..super::records::OFFSETS_LISTED + 1)
+        .map(|_| json!({ "value": null, "partition": 0 }))
+        .collect::<Vec<_>>();
+    let r = h.post("/v1/topics/t/records", json!({ "records": many })).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert!(r.body.get("offsets").is_none(), "no per-record list past the threshold");
+    assert_eq!(
+        r.body["ranges"],
+        json!([{ "partition": 0, "base_offset": 1, "count": 1001 }])
+    );
+}
+
+#[tokio::test]
+async fn a_request_of_more_records_than_its_overhead_allows_is_413() {
+    let h = Harness::with_topic("t", 1).await;
+    let max = FakeEngine::default_limits().max_request_bytes / super::RECORD_OVERHEAD;
+    let body = |n: usize| format!(r#"{{"records":[{}]}}"#, vec![r#"{"value":null}"#; n].join(","));
+    let r = h
+        .post_raw("/v1/topics/t/records", "application/json", body(max).into())
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let r = h
+        .post_raw("/v1/topics/t/records", "application/json", body(max + 1).into())
+        .await;
+    r.assert_error(413, "request_too_large");
+    assert!(r.message().contains("--max-request-bytes"), "{}", r.message());
+    assert_eq!(h.engine.total_records("t"), max);
+}
+
+#[tokio::test]
+async fn reads_are_capped_by_max_read_bytes_whatever_max_bytes_asks() {
+    let h = Harness::with_topic("t", 1).await;
+    let value = "v".repeat(900);
+    for _ in 0..4 {
+        let body = json!({ "records": (0..20).map(|_| json!({ "value": value })).collect::<Vec<_>>() });
+        assert_eq!(h.post("/v1/topics/t/records", body).await.status, StatusCode::OK);
+    }
+    let cap = FakeEngine::default_limits().max_read_bytes;
+    let resp = h
+        .app
+        .clone()
+        .oneshot(
+            Request::get("/v1/topics/t/partitions/0/records?limit=10000&max_bytes=18446744073709551615")
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX).await.unwrap();
+    assert!(bytes.len() <= cap, "{} bytes > cap {cap}", bytes.len());
+    let v: Value = serde_json::from_slice(&bytes).unwrap();
+    let n = v["records"].as_array().unwrap().len();
+    assert!(n > 10 && n < 80, "{n} records");
+    assert_eq!(
+        v["next_offset"], n,
+        "the next read starts after the last record returned"
+    );
+}
+
+#[tokio::test]
+async fn unknown_topic_config_keys_are_refused_by_name() {
+    let h = Harness::new();
+    let r = h
+        .post(
+            "/v1/topics",
+            json!({ "name": "t", "config": { "retention_ms": 1000, "retension_bytes": 5 } }),
+        )
+        .await;
+    r.assert_error(400, "invalid_request");
+    assert!(r.message().contains("\"retension_bytes\""), "{}", r.message());
+    let r = h
+        .post(
+            "/v1/topics",
+            json!({ "name": "t", "config": { "retention_ms": 1000, "cleanup_policy": "delete" } }),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    assert_eq!(r.body["config"]["retention_ms"], 1000);
+}
+
+#[tokio::test]
+async fn simple_cross_site_posts_are_refused_and_real_clients_pass() {
+    let h = Harness::new();
+    let post = |ct: &str, origin: Option<&str>| {
+        let mut b = Request::post("/v1/topics").header(header::CONTENT_TYPE, ct);
+        if let Some(o) = origin {
+            b = b.header(header::ORIGIN, o);
+        }
+        b.body(Body::from(r#"{"name":"t"}"#)).unwrap()
+    };
+    let r = h.send(post("text/plain", Some("https://evil.example"))).await;
+    r.assert_error(403, "forbidden");
+    assert!(h.engine.list_topics().is_empty(), "nothing created");
+    let r = h.send(post("text/plain", None)).await;
+    assert_eq!(r.status, StatusCode::CREATED, "no Origin: not a browser: {}", r.body);
+    let r = h.send(post("application/json", Some("https://app.example"))).await;
+    assert_eq!(
+        r.status,
+        StatusCode::CONFLICT,
+        "JSON needs a preflight, so it passes the guard: {}",
+        r.body
+    );
+}
+
+#[tokio::test]
+async fn an_oversize_content_length_is_413_before_the_body_is_read() {
+    let h = Harness::with_topic("t", 1).await;
+    // The body never arrives: only the declared length can have decided.
+    let never = futures::stream::pending::<Result<axum::body::Bytes, std::io::Error>>();
+    let req = Request::post("/v1/topics/t/records")
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::CONTENT_LENGTH, "100000000")
+        .body(Body::from_stream(never))
+        .unwrap();
+    let r = tokio::time::timeout(Duration::from_secs(5), h.send(req))
+        .await
+        .expect("answered at once");
+    r.assert_error(413, "request_too_large");
+    assert!(r.message().contains("--max-request-bytes"), "{}", r.message());
+}
+
+#[tokio::test]
+async fn a_path_that_is_not_utf8_gets_a_json_400() {
+    let h = Harness::new();
+    h.get("/v1/topics/%FF%FE").await.assert_error(400, "invalid_request");
+    h.get("/v1/topics/caf%C3%A9").await.assert_error(404, "topic_not_found");
 }
