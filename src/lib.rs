@@ -17,7 +17,10 @@
 //! - [`config`]: every flag and its validation.
 //! - [`http`], [`cli`], [`server`], [`bench`]: the HTTP front door, the client
 //!   commands, `sluice serve`, and the load generator.
-//! - [`net`]: what both listeners share: TLS, the connection cap, read timeouts.
+//! - [`kafka`]: the Kafka front door (bounded framing and request budgets in
+//!   `kafka::framing`).
+//! - [`net`]: what both listeners share: TLS, the connection caps (total, per
+//!   client address, and the probe lane past them), read and body timeouts.
 //! - [`telemetry`]: logs and Prometheus metrics.
 pub mod api;
 pub mod auth;
