@@ -151,7 +151,15 @@ async fn a_survivor_recovers_a_killed_owners_wal_from_s3() {
         ours.iter().any(|o| o.key.starts_with(&format!("{prefix}/data/"))),
         "no data objects"
     );
-    assert!(ours.iter().all(|o| ["wal/", "data/", "meta/"]
+    // Nothing outside the node's own prefixes (`cluster/` holds the peer key).
+    let stray: Vec<&str> = ours
         .iter()
-        .any(|d| o.key.starts_with(&format!("{prefix}/{d}")))));
+        .map(|o| o.key.as_str())
+        .filter(|k| {
+            !["wal/", "data/", "meta/", "cluster/"]
+                .iter()
+                .any(|d| k.starts_with(&format!("{prefix}/{d}")))
+        })
+        .collect();
+    assert!(stray.is_empty(), "objects outside the known prefixes: {stray:?}");
 }
