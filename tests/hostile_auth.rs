@@ -14,6 +14,7 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 use support::http::bearer_client;
 use support::process::{free_port, http_status, Server};
+use support::rss::rss_kib;
 
 const ADMIN: &str = "hostile-auth-test-admin-secret-0b9d";
 
@@ -34,16 +35,6 @@ fn auth_on(dir: &tempfile::TempDir) -> Vec<String> {
 
 fn args(v: &[String]) -> Vec<&str> {
     v.iter().map(String::as_str).collect()
-}
-
-/// The node's resident set, in KiB.
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap()
 }
 
 /// Issue a token with `scopes` through the admin; (id, secret).

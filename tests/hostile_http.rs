@@ -13,10 +13,10 @@ mod support;
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use support::process::{free_port, Server};
+use support::rss::{has_proc, RssPeak};
 
 const MIB: u64 = 1024 * 1024;
 
@@ -83,52 +83,6 @@ fn create_topic(port: u16, name: &str) {
     assert_eq!(status, 201, "{}", String::from_utf8_lossy(&b));
 }
 
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
-    line.split_whitespace().nth(1).unwrap().parse().unwrap()
-}
-
-/// Samples a process's VmRSS every 20 ms until stopped; the peak in KiB.
-struct RssSampler {
-    stop: Arc<AtomicBool>,
-    peak: Arc<AtomicU64>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl RssSampler {
-    fn start(pid: u32) -> Self {
-        let stop = Arc::new(AtomicBool::new(false));
-        let peak = Arc::new(AtomicU64::new(rss_kib(pid)));
-        let (s, p) = (stop.clone(), peak.clone());
-        let thread = std::thread::spawn(move || {
-            while !s.load(Ordering::Relaxed) {
-                p.fetch_max(rss_kib(pid), Ordering::Relaxed);
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        });
-        RssSampler {
-            stop,
-            peak,
-            thread: Some(thread),
-        }
-    }
-
-    fn peak_kib(mut self) -> u64 {
-        self.stop.store(true, Ordering::Relaxed);
-        self.thread.take().unwrap().join().unwrap();
-        self.peak.load(Ordering::Relaxed)
-    }
-}
-
-fn has_proc() -> bool {
-    let ok = std::path::Path::new("/proc/self/status").exists();
-    if !ok {
-        eprintln!("skipping: no /proc to read VmRSS from");
-    }
-    ok
-}
-
 /// Finding 3: `max_bytes=2^64-1` over ~90 MB of data used to answer 88 MiB
 /// and grow the node by 319 MiB. Now the answer is at most
 /// `--http-max-read-bytes` (8 MiB by default) and memory stays flat.
@@ -152,8 +106,7 @@ fn a_read_asking_for_every_byte_is_capped_and_memory_stays_flat() {
         assert_eq!(status, 200, "{}", String::from_utf8_lossy(&b));
     }
     let pid = server.child.id();
-    let before = rss_kib(pid);
-    let sampler = RssSampler::start(pid);
+    let sampler = RssPeak::start(pid);
     let mut sizes = Vec::new();
     // Three at once, as an attacker would.
     let readers: Vec<_> = (0..3)
@@ -179,7 +132,7 @@ fn a_read_asking_for_every_byte_is_capped_and_memory_stays_flat() {
         );
         sizes.push(body.len() as u64);
     }
-    let peak = sampler.peak_kib();
+    let (before, peak) = sampler.finish();
     let growth = peak.saturating_sub(before) / 1024;
     eprintln!("huge max_bytes read: answers {sizes:?} bytes, VmRSS {before} KiB -> peak {peak} KiB (+{growth} MiB)");
     for size in &sizes {
@@ -253,8 +206,7 @@ fn tiny_record_json_appends_are_bounded() {
 
     let attack = Arc::new(tiny_records(559_000, "null"));
     assert!(attack.len() <= 8 * MIB as usize, "{}", attack.len());
-    let before = rss_kib(pid);
-    let sampler = RssSampler::start(pid);
+    let sampler = RssPeak::start(pid);
     let started = Instant::now();
     let senders: Vec<_> = (0..4)
         .map(|_| {
@@ -278,7 +230,7 @@ fn tiny_record_json_appends_are_bounded() {
             "{v}"
         );
     }
-    let peak = sampler.peak_kib();
+    let (before, peak) = sampler.finish();
     let growth = peak.saturating_sub(before) / 1024;
     eprintln!(
         "4 x 8 MiB of 559k tiny records: 413 in {:?}, VmRSS {before} KiB -> peak {peak} KiB (+{growth} MiB)",
@@ -291,8 +243,7 @@ fn tiny_record_json_appends_are_bounded() {
     let value = format!("\"{}\"", "v".repeat(60));
     let ok = Arc::new(tiny_records(100_000, &value));
     assert!(ok.len() <= 8 * MIB as usize);
-    let before = rss_kib(pid);
-    let sampler = RssSampler::start(pid);
+    let sampler = RssPeak::start(pid);
     let started = Instant::now();
     let senders: Vec<_> = (0..4)
         .map(|_| {
@@ -316,7 +267,7 @@ fn tiny_record_json_appends_are_bounded() {
         assert!(body.len() < 200, "a compact answer: {} bytes", body.len());
         bases.push(v["ranges"][0]["base_offset"].as_u64().unwrap());
     }
-    let peak = sampler.peak_kib();
+    let (before, peak) = sampler.finish();
     let growth = peak.saturating_sub(before) / 1024;
     eprintln!(
         "4 x {} bytes of 100k records: 200 in {:?}, VmRSS {before} KiB -> peak {peak} KiB (+{growth} MiB)",

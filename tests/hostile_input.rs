@@ -10,6 +10,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 use support::process::{free_port, http_status, Server};
+use support::rss::rss_kib;
 
 /// How long a test waits for the node to close a connection: well past
 /// the node's timeouts, so only a node that never closes fails.
@@ -346,18 +347,11 @@ fn connections_over_the_cap_are_refused_and_open_ones_keep_working() {
     assert!(answered_again, "a slot freed on Kafka");
 }
 
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
-    line.split_whitespace().nth(1).unwrap().parse().unwrap()
-}
-
 /// docs/security.md records the measured numbers; this only guards against
 /// a node that sizes buffers from the claim (which would grow by GiBs).
 #[test]
 fn frames_claiming_2_gib_leave_memory_flat() {
-    if !std::path::Path::new("/proc/self/status").exists() {
-        eprintln!("skipping: no /proc to read VmRSS from");
+    if !support::rss::has_proc() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

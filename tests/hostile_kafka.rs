@@ -13,10 +13,9 @@ use serde_json::{json, Value};
 use sluice::kafka::wire::Writer;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 use support::process::{free_port, Server};
+use support::rss::{has_proc, RssPeak};
 
 const ADMIN: &str = "hostile-kafka-admin-secret-7d41c2e9";
 const MIB: u64 = 1024 * 1024;
@@ -36,59 +35,6 @@ fn start_secured(dir: &tempfile::TempDir, extra: &[&str]) -> Server {
     let mut args = vec!["--auth", "on", "--admin-token-file", &admin];
     args.extend_from_slice(extra);
     start(dir, &args)
-}
-
-fn has_proc() -> bool {
-    let ok = std::path::Path::new("/proc/self/status").exists();
-    if !ok {
-        eprintln!("skipping: no /proc to read VmRSS from");
-    }
-    ok
-}
-
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
-    line.split_whitespace().nth(1).unwrap().parse().unwrap()
-}
-
-/// Samples a process's VmRSS every 10 ms until stopped; keeps the peak.
-struct Rss {
-    before: u64,
-    peak: Arc<AtomicU64>,
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Rss {
-    fn sample(pid: u32) -> Rss {
-        let before = rss_kib(pid);
-        let peak = Arc::new(AtomicU64::new(before));
-        let stop = Arc::new(AtomicBool::new(false));
-        let thread = std::thread::spawn({
-            let (peak, stop) = (peak.clone(), stop.clone());
-            move || {
-                while !stop.load(Ordering::Relaxed) {
-                    peak.fetch_max(rss_kib(pid), Ordering::Relaxed);
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-            }
-        });
-        Rss {
-            before,
-            peak,
-            stop,
-            thread: Some(thread),
-        }
-    }
-
-    /// (baseline KiB, peak growth KiB).
-    fn finish(mut self) -> (u64, u64) {
-        self.stop.store(true, Ordering::Relaxed);
-        self.thread.take().unwrap().join().unwrap();
-        let peak = self.peak.load(Ordering::Relaxed);
-        (self.before, peak.saturating_sub(self.before))
-    }
 }
 
 /// Whether the node's log contains `needle` within 10 s.
@@ -342,7 +288,7 @@ fn unauthenticated_frames_over_512_kib_are_refused_on_their_length_and_memory_st
     let dir = tempfile::tempdir().unwrap();
     let server = start_secured(&dir, &[]);
     create_topic(&server, Some(ADMIN), "t");
-    let rss = Rss::sample(server.child.id());
+    let rss = RssPeak::start(server.child.id());
     let attackers: Vec<_> = (0..3)
         .map(|_| {
             let addr = server.kafka_addr.clone();
@@ -366,7 +312,8 @@ fn unauthenticated_frames_over_512_kib_are_refused_on_their_length_and_memory_st
         })
         .collect();
     let results: Vec<(u64, Duration)> = attackers.into_iter().map(|t| t.join().unwrap()).collect();
-    let (before, growth) = rss.finish();
+    let (before, peak) = rss.finish();
+    let growth = peak.saturating_sub(before);
     eprintln!(
         "three unauthenticated 100 MiB frames: VmRSS {before} KiB, peak growth {growth} KiB; (body bytes the client got out, time to close): {results:?}"
     );
@@ -414,7 +361,7 @@ fn read_ahead_is_bounded_by_bytes_per_connection_and_for_the_node() {
         ],
     );
     create_topic(&server, None, "t");
-    let rss = Rss::sample(server.child.id());
+    let rss = RssPeak::start(server.child.id());
     let started = Instant::now();
     let attackers: Vec<_> = (0..4)
         .map(|i| {
@@ -448,7 +395,8 @@ fn read_ahead_is_bounded_by_bytes_per_connection_and_for_the_node() {
         })
         .collect();
     let results: Vec<_> = attackers.into_iter().map(|t| t.join().unwrap()).collect();
-    let (before, growth) = rss.finish();
+    let (before, peak) = rss.finish();
+    let growth = peak.saturating_sub(before);
     eprintln!(
         "four connections, a waiting Fetch and six 30 MiB frames each: VmRSS {before} KiB, peak growth {growth} KiB in {:?}; (frames sent, fetch answer, close): {results:?}",
         started.elapsed()
@@ -509,12 +457,13 @@ fn a_fetch_naming_one_partition_1000_times_is_answered_once_within_the_cap() {
     std::thread::sleep(Duration::from_secs(3));
 
     let cap = 57_671_680usize;
-    let rss = Rss::sample(server.child.id());
+    let rss = RssPeak::start(server.child.id());
     let started = Instant::now();
     s.write_all(&fetch(99, "big", 1_000, 0, i32::MAX, 0)).unwrap();
     let answer = response(&mut s).expect("the Fetch is answered");
     let took = started.elapsed();
-    let (before, growth) = rss.finish();
+    let (before, peak) = rss.finish();
+    let growth = peak.saturating_sub(before);
     let (entries, error, records) = fetch_answer(&answer);
     eprintln!(
         "Fetch of one partition x1000, max_bytes=i32::MAX over {produced} bytes: answer {} bytes ({records} of records, {entries} partition entry) in {took:?}; VmRSS {before} KiB, peak growth {growth} KiB",

@@ -99,6 +99,7 @@ pub mod history;
 pub mod http;
 pub mod process;
 pub mod proxy;
+pub mod rss;
 
 /// A real service's endpoint from the environment. Tests that need it skip
 /// when it is unset — and fail when `CI` is set, so CI cannot pass by
