@@ -9,7 +9,8 @@
 //!   cross-site `POST`, a path that is not UTF-8.
 //! - `topics`: create, list, describe, delete.
 //! - `records`: appends (JSON and raw) and reads with long poll; `records_in`
-//!   parses a JSON append body, `records_out` writes read answers.
+//!   parses a JSON append body, `records_out` writes read answers; `encoding`:
+//!   record bytes in JSON as UTF-8 or base64.
 //! - `sse`: `subscribe`, records as server-sent events.
 //! - `ops`: `/health`, `/ready`, `/metrics`, `/admin/nodes`.
 //! - [`auth`]: who may call each route (`--auth on`), checked before the handler.
@@ -23,6 +24,7 @@
 
 pub mod auth;
 pub mod durable;
+mod encoding;
 pub mod error;
 mod guard;
 pub mod openapi;

@@ -18,8 +18,6 @@ use axum::extract::rejection::{BytesRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap};
 use axum::Json;
-use base64::alphabet;
-use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use base64::Engine as _;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
@@ -32,20 +30,7 @@ pub const DEFAULT_LIMIT: usize = 100;
 pub const MAX_LIMIT: usize = 10_000;
 pub const DEFAULT_MAX_BYTES: usize = 1024 * 1024;
 
-/// Standard alphabet; padding optional on input, always written on output.
-pub(crate) const B64: GeneralPurpose = GeneralPurpose::new(
-    &alphabet::STANDARD,
-    GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
-);
-
-/// How keys, values and header values are written in JSON bodies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Encoding {
-    /// UTF-8 strings (the default).
-    Utf8,
-    /// `?encoding=base64`.
-    Base64,
-}
+pub(crate) use super::encoding::{Encoding, B64};
 
 pub(crate) type Params = HashMap<String, String>;
 

@@ -11,8 +11,8 @@
 //! tree-walking parser before this one did; the serde visitors leave the
 //! precise error in the parse context and abort with a placeholder.
 
+use super::encoding::{Encoding, B64};
 use super::error::HttpError;
-use super::records::{Encoding, B64};
 use super::topics::json_error;
 use crate::api::ErrorCode;
 use crate::stream::batch::Record;

@@ -5,7 +5,7 @@
 //! order (serde_json's map without `preserve_order`), strings escaped by
 //! serde_json itself, a header name given twice keeping its last value.
 
-use super::records::{Encoding, B64};
+use super::encoding::{Encoding, B64};
 use crate::api::ReadResult;
 use crate::ids::Offset;
 use crate::stream::batch::Record;
