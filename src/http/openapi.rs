@@ -289,6 +289,7 @@ fn with_auth(mut doc: Value) -> Value {
                         "expires_at": { "type": "integer", "nullable": true }
                     } } } } },
                 "400": error_response("invalid_json, invalid_request"),
+                "409": error_response("auth_off"),
                 "503": error_response("unavailable")
             }), auth_errors.clone())
         }
@@ -331,7 +332,7 @@ fn schemas() -> Value {
                     "code": { "type": "string", "enum": [
                         "invalid_request", "invalid_topic_name", "invalid_partition_count", "invalid_offset",
                         "invalid_json", "unauthenticated", "forbidden", "topic_not_found", "partition_not_found",
-                        "token_not_found", "not_found", "topic_exists", "record_too_large", "request_too_large",
+                        "token_not_found", "not_found", "topic_exists", "auth_off", "record_too_large", "request_too_large",
                         "offset_out_of_range", "throttled", "unavailable", "internal"] },
                     "message": { "type": "string" },
                     "retryable": { "type": "boolean" },
