@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use sluice::node::Node;
 use std::sync::Arc;
 use std::time::Duration;
-use support::http::bearer_client;
+use support::http::{bearer_client, create_topic, issue_token};
 use support::{config, memory_backends};
 
 const ADMIN: &str = "test-bootstrap-admin-secret-0123456789";
@@ -39,27 +39,6 @@ async fn start(id: &str, backends: sluice::node::Backends, admin: &tempfile::Nam
     let app = sluice::http::router(node.clone());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     (node, url)
-}
-
-async fn issue(admin: &reqwest::Client, url: &str, body: Value) -> (String, String) {
-    let r = admin.post(format!("{url}/v1/tokens")).json(&body).send().await.unwrap();
-    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
-    let v: Value = r.json().await.unwrap();
-    (v["id"].as_str().unwrap().into(), v["token"].as_str().unwrap().into())
-}
-
-async fn create_topic(admin: &reqwest::Client, url: &str, name: &str, partitions: u32) {
-    let r = admin
-        .post(format!("{url}/v1/topics"))
-        .json(&json!({"name": name, "partitions": partitions}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
-    assert!(
-        support::http::wait_open(admin, url, name).await,
-        "{name} was not placed"
-    );
 }
 
 async fn append(c: &reqwest::Client, url: &str, topic: &str) -> reqwest::Response {
@@ -142,7 +121,7 @@ async fn scopes_limit_tokens_to_their_topics_and_ops() {
     let admin = bearer_client(ADMIN);
     create_topic(&admin, &url, "orders", 1).await;
     create_topic(&admin, &url, "payments", 1).await;
-    let (_, writer) = issue(
+    let (_, writer) = issue_token(
         &admin,
         &url,
         json!({"name": "orders-writer", "scopes": [{"topics": "ord*", "ops": ["write"]}]}),
@@ -231,7 +210,7 @@ async fn scopes_limit_tokens_to_their_topics_and_ops() {
     );
 
     // Admin on a topic glob manages those topics but is not cluster admin.
-    let (_, topic_admin) = issue(
+    let (_, topic_admin) = issue_token(
         &admin,
         &url,
         json!({"name": "orders-admin", "scopes": [{"topics": "orders*", "ops": ["admin"]}]}),
@@ -258,7 +237,7 @@ async fn tokens_are_issued_listed_without_secrets_expire_and_are_validated() {
     let (_node, url) = start("n1", memory_backends(), &file).await;
     let admin = bearer_client(ADMIN);
     create_topic(&admin, &url, "t", 1).await;
-    let (id, secret) = issue(
+    let (id, secret) = issue_token(
         &admin,
         &url,
         json!({"name": "short", "scopes": [{"topics": "t", "ops": ["read", "write"]}], "expires_in_sec": 1}),
@@ -334,7 +313,7 @@ async fn a_token_revoked_on_one_node_is_refused_by_another_once_it_applies_the_r
     let (n2, url2) = start("n2", backends, &file).await;
     let admin = bearer_client(ADMIN);
     create_topic(&admin, &url1, "t", 2).await;
-    let (id, secret) = issue(
+    let (id, secret) = issue_token(
         &admin,
         &url1,
         json!({"name": "ci", "scopes": [{"topics": "t", "ops": ["read", "write"]}]}),
@@ -369,7 +348,7 @@ async fn forwarded_requests_are_authorized_by_the_owner_with_the_callers_token()
     let (n2, url2) = start("n2", backends, &file).await;
     let admin = bearer_client(ADMIN);
     create_topic(&admin, &url1, "t", 4).await;
-    let (_, secret) = issue(
+    let (_, secret) = issue_token(
         &admin,
         &url1,
         json!({"name": "rw", "scopes": [{"topics": "t", "ops": ["read", "write"]}]}),
@@ -457,13 +436,13 @@ async fn durable_streams_need_the_scope_of_their_topic() {
     assert_eq!(reqwest::Client::new().get(&stream).send().await.unwrap().status(), 401);
 
     // The stream /v1/stream/orders is the topic ds.orders.
-    let (_, writer) = issue(
+    let (_, writer) = issue_token(
         &admin,
         &url,
         json!({"name": "ds-writer", "scopes": [{"topics": "ds.*", "ops": ["write"]}]}),
     )
     .await;
-    let (_, reader) = issue(
+    let (_, reader) = issue_token(
         &admin,
         &url,
         json!({"name": "ds-reader", "scopes": [{"topics": "ds.orders", "ops": ["read"]}]}),

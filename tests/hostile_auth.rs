@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
-use support::http::bearer_client;
+use support::http::{bearer_client, create_topic, issue_token};
 use support::process::{free_port, http_status, Server};
 use support::rss::rss_kib;
 
@@ -39,26 +39,7 @@ fn args(v: &[String]) -> Vec<&str> {
 
 /// Issue a token with `scopes` through the admin; (id, secret).
 async fn issue(url: &str, scopes: Value) -> (String, String) {
-    let r = bearer_client(ADMIN)
-        .post(format!("{url}/v1/tokens"))
-        .json(&json!({"name": "t", "scopes": scopes}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 201);
-    let v: Value = r.json().await.unwrap();
-    (v["id"].as_str().unwrap().into(), v["token"].as_str().unwrap().into())
-}
-
-async fn create_topic(c: &reqwest::Client, url: &str, name: &str, partitions: u32) {
-    let r = c
-        .post(format!("{url}/v1/topics"))
-        .json(&json!({"name": name, "partitions": partitions}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
-    assert!(support::http::wait_open(c, url, name).await);
+    issue_token(&bearer_client(ADMIN), url, json!({"name": "t", "scopes": scopes})).await
 }
 
 async fn append(c: &reqwest::Client, url: &str, topic: &str, partition: u32, value: &str) {

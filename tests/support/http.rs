@@ -14,6 +14,27 @@ pub fn bearer_client(token: &str) -> reqwest::Client {
     reqwest::Client::builder().default_headers(h).build().unwrap()
 }
 
+/// `POST /v1/tokens` with `body` through `admin`: (id, secret). Fails the
+/// test unless the token is issued.
+pub async fn issue_token(admin: &reqwest::Client, url: &str, body: Value) -> (String, String) {
+    let r = admin.post(format!("{url}/v1/tokens")).json(&body).send().await.unwrap();
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    let v: Value = r.json().await.unwrap();
+    (v["id"].as_str().unwrap().into(), v["token"].as_str().unwrap().into())
+}
+
+/// Create `name` with `partitions` and wait until every partition is open.
+pub async fn create_topic(client: &reqwest::Client, url: &str, name: &str, partitions: u32) {
+    let r = client
+        .post(format!("{url}/v1/topics"))
+        .json(&serde_json::json!({"name": name, "partitions": partitions}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201, "{}", r.text().await.unwrap());
+    assert!(wait_open(client, url, name).await, "{name} was not placed");
+}
+
 /// Wait until every partition of `topic` is open on some node.
 pub async fn wait_open(client: &reqwest::Client, url: &str, topic: &str) -> bool {
     for _ in 0..500 {
