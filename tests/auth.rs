@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use sluice::node::Node;
 use std::sync::Arc;
 use std::time::Duration;
-use support::http::{bearer_client, create_topic, issue_token};
+use support::http::{bearer_client, create_topic, issue_token, partition_owned_by};
 use support::{config, memory_backends};
 
 const ADMIN: &str = "test-bootstrap-admin-secret-0123456789";
@@ -357,22 +357,8 @@ async fn forwarded_requests_are_authorized_by_the_owner_with_the_callers_token()
     let issued_at = n1.meta.applied();
     assert!(support::eventually(Duration::from_secs(10), || n2.meta.applied() >= issued_at).await);
     // A partition n1 owns, addressed to n2: n2 forwards it to n1.
-    let desc: Value = admin
-        .get(format!("{url1}/v1/topics/t"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let owned_by_n1 = desc["partition_info"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["owner"] == "n1")
-        .map(|p| p["partition"].as_u64().unwrap());
-    let Some(p) = owned_by_n1 else {
-        eprintln!("skipping: placement put no partition of 4 on n1 ({desc})");
+    let Some(p) = partition_owned_by(&admin, &url1, "t", "n1").await else {
+        eprintln!("skipping: placement put no partition of 4 on n1");
         return;
     };
     let c = bearer_client(&secret);

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
-use support::http::{bearer_client, create_topic, issue_token};
+use support::http::{bearer_client, create_topic, issue_token, partition_owned_by};
 use support::process::{free_port, http_status, Server};
 use support::rss::rss_kib;
 
@@ -273,21 +273,9 @@ async fn a_forwarding_mark_from_a_client_is_ignored_and_peers_still_forward() {
         .collect();
     let c = reqwest::Client::new();
     create_topic(&c, &nodes[0].url, "fw", 4).await;
-    let d: Value = c
-        .get(format!("{}/v1/topics/fw", nodes[0].url))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
     // A partition n1 owns, asked of n2.
-    let p = d["partition_info"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["owner"] == "n1")
-        .map(|p| p["partition"].as_u64().unwrap() as u32)
+    let p = partition_owned_by(&c, &nodes[0].url, "fw", "n1")
+        .await
         .expect("n1 owns a partition of 4");
     append(&c, &nodes[0].url, "fw", p, "hello").await;
     let via_n2 = format!("{}/v1/topics/fw/partitions/{p}/records", nodes[1].url);

@@ -35,6 +35,24 @@ pub async fn create_topic(client: &reqwest::Client, url: &str, name: &str, parti
     assert!(wait_open(client, url, name).await, "{name} was not placed");
 }
 
+/// A partition of `topic` that `node` owns, as the node at `url` sees it.
+pub async fn partition_owned_by(client: &reqwest::Client, url: &str, topic: &str, node: &str) -> Option<u32> {
+    let d: Value = client
+        .get(format!("{url}/v1/topics/{topic}"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    d["partition_info"]
+        .as_array()?
+        .iter()
+        .find(|p| p["owner"] == node)
+        .and_then(|p| p["partition"].as_u64())
+        .map(|p| p as u32)
+}
+
 /// Wait until every partition of `topic` is open on some node.
 pub async fn wait_open(client: &reqwest::Client, url: &str, topic: &str) -> bool {
     for _ in 0..500 {
