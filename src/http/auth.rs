@@ -91,16 +91,16 @@ impl Caller {
 /// expiring a token ends them too, and a read that spans several topics (a
 /// Durable Streams fork and its sources) needs read on each of them.
 pub(crate) fn still_allowed<'a>(
-    engine: &dyn crate::api::Engine,
+    tokens: &dyn crate::api::Tokens,
     token: Option<&Secret>,
     topics: impl IntoIterator<Item = &'a str>,
 ) -> Result<(), ApiError> {
-    if !engine.auth_required() {
+    if !tokens.auth_required() {
         return Ok(());
     }
     let token =
         token.ok_or_else(|| ApiError::new(ErrorCode::Unauthenticated, AuthFailure::Missing.public_message()))?;
-    let principal = engine.authenticate(token.expose()).map_err(|f| {
+    let principal = tokens.authenticate(token.expose()).map_err(|f| {
         crate::auth::count_failure("http", f.reason());
         ApiError::new(ErrorCode::Unauthenticated, f.public_message())
     })?;
@@ -155,7 +155,7 @@ pub(crate) async fn authorize(
     mut req: Request,
     next: Next,
 ) -> Response {
-    if !state.engine.auth_required() {
+    if !state.engine.tokens.auth_required() {
         req.extensions_mut().insert(Caller(None));
         return next.run(req).await;
     }
@@ -167,7 +167,7 @@ pub(crate) async fn authorize(
         Ok(None) => return unauthenticated(AuthFailure::Missing),
         Err(f) => return unauthenticated(f),
     };
-    let principal = match state.engine.authenticate(token.expose()) {
+    let principal = match state.engine.tokens.authenticate(token.expose()) {
         Ok(p) => p,
         Err(f) => return unauthenticated(f),
     };
@@ -197,13 +197,13 @@ pub(crate) async fn authorize(
 /// (PUT, DELETE) `admin`, as for topics. CORS preflights carry no
 /// credentials and change nothing, so they pass.
 pub(crate) async fn authorize_durable(
-    State(engine): State<Arc<dyn crate::api::Engine>>,
+    State(tokens): State<Arc<dyn crate::api::Tokens>>,
     axum::extract::Path(path): axum::extract::Path<String>,
     req: Request,
     next: Next,
 ) -> Response {
     use axum::http::Method;
-    if !engine.auth_required() || req.method() == Method::OPTIONS {
+    if !tokens.auth_required() || req.method() == Method::OPTIONS {
         return next.run(req).await;
     }
     let token = match bearer(&req) {
@@ -211,7 +211,7 @@ pub(crate) async fn authorize_durable(
         Ok(None) => return unauthenticated(AuthFailure::Missing),
         Err(f) => return unauthenticated(f),
     };
-    let principal = match engine.authenticate(token.expose()) {
+    let principal = match tokens.authenticate(token.expose()) {
         Ok(p) => p,
         Err(f) => return unauthenticated(f),
     };

@@ -1,4 +1,4 @@
-//! The HTTP front door: an axum [`Router`] over an [`Engine`].
+//! The HTTP front door: an axum [`Router`] over a node's [`Services`].
 //!
 //! The contract is `design/http-api.md` (user guide: `docs/http-api.md`).
 //!
@@ -39,7 +39,7 @@ mod topics;
 #[cfg(test)]
 pub(crate) mod tests;
 
-use crate::api::{ApiError, Engine, ErrorCode, Limits};
+use crate::api::{ApiError, ErrorCode, Limits, Services};
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{delete, get, post, MethodRouter};
 use axum::Router;
@@ -50,7 +50,7 @@ use std::sync::Arc;
 
 /// What every handler shares.
 pub(crate) struct AppState {
-    pub engine: Arc<dyn Engine>,
+    pub engine: Services,
     pub limits: Limits,
     /// Next partition for records with neither a partition nor a key.
     pub round_robin: AtomicU64,
@@ -104,14 +104,17 @@ fn handler(method: &str, path: &str) -> MethodRouter<Shared> {
     }
 }
 
-/// The HTTP API over `engine`. Bodies above `limits().max_request_bytes` are
-/// refused while being read (413 `request_too_large`), never buffered whole.
-pub fn router(engine: Arc<dyn Engine>) -> Router {
-    let limits = engine.limits();
-    let me = engine.ready();
+/// The HTTP API over `engine` (a node's [`Services`], or anything that
+/// converts into them, like `Arc<Node>`). Bodies above
+/// `limits.max_request_bytes` are refused while being read (413
+/// `request_too_large`), never buffered whole.
+pub fn router(engine: impl Into<Services>) -> Router {
+    let engine: Services = engine.into();
+    let limits = engine.limits;
+    let me = engine.cluster.ready();
     let span = crate::telemetry::node_span(&me.node_id, me.epoch);
     let durable = durable::router(engine.clone());
-    let forwarded_engine = engine.clone();
+    let forwarded_engine = engine.cluster.clone();
     let state = Arc::new(AppState {
         engine,
         limits,
@@ -158,7 +161,7 @@ pub fn router(engine: Arc<dyn Engine>) -> Router {
 /// `sluice_forward_marks_ignored_total`), so a client can neither make a
 /// node wait for the log nor read its store, nor skip routing.
 async fn mark_forwarded(
-    axum::extract::State(engine): axum::extract::State<Arc<dyn Engine>>,
+    axum::extract::State(cluster): axum::extract::State<Arc<dyn crate::api::Cluster>>,
     req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> axum::response::Response {
@@ -167,7 +170,7 @@ async fn mark_forwarded(
         .headers()
         .get(crate::api::PEER_HEADER)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| engine.is_peer(v));
+        .is_some_and(|v| cluster.is_peer(v));
     if mark.is_some() && !peer {
         crate::telemetry::count("sluice_forward_marks_ignored_total", &[]);
     }
@@ -177,7 +180,7 @@ async fn mark_forwarded(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if let Some(i) = index {
-        if !engine.catch_up_to(i).await {
+        if !cluster.catch_up_to(i).await {
             tracing::debug!(index = i, "forwarded request served from a view behind the forwarder's");
         }
     }
@@ -220,7 +223,7 @@ async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) ->
 
 /// Parses the `{partition}` path segment and checks it against the topic.
 pub(crate) async fn checked_partition(state: &AppState, topic: &str, partition: &str) -> Result<u32, HttpError> {
-    let count = state.engine.partitions_current(topic).await?;
+    let count = state.engine.topics.partitions_current(topic).await?;
     let p: u32 = partition.parse().map_err(|_| {
         HttpError::new(
             ErrorCode::PartitionNotFound,

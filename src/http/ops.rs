@@ -16,7 +16,7 @@ pub async fn health() -> impl IntoResponse {
 
 /// 200 with the node's status when ready, 503 (with `reason`) otherwise.
 pub async fn ready(State(state): State<Shared>) -> impl IntoResponse {
-    let status = state.engine.ready();
+    let status = state.engine.cluster.ready();
     let code = if status.ready {
         StatusCode::OK
     } else {
@@ -33,13 +33,13 @@ pub async fn metrics() -> impl IntoResponse {
 }
 
 pub async fn nodes(State(state): State<Shared>) -> impl IntoResponse {
-    Json(state.engine.nodes())
+    Json(state.engine.cluster.nodes())
 }
 
 /// `POST /admin/nodes/{node}/drain` → 202: placement avoids the node and its
 /// streams are transferred away.
 pub async fn drain(State(state): State<Shared>, Path(node): Path<String>) -> HttpResult<StatusCode> {
-    state.engine.drain(&node).await?;
+    state.engine.cluster.drain(&node).await?;
     Ok(StatusCode::ACCEPTED)
 }
 
@@ -60,6 +60,6 @@ pub async fn transfer(
             format!("partition {partition:?} is not a number"),
         )
     })?;
-    state.engine.transfer(&topic, partition, to).await?;
+    state.engine.cluster.transfer(&topic, partition, to).await?;
     Ok(StatusCode::ACCEPTED)
 }

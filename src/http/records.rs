@@ -129,7 +129,7 @@ async fn append_groups(
 ) -> HttpResult<BTreeMap<u32, Offset>> {
     let appends = groups.into_iter().map(|(p, records)| async move {
         let count = records.len();
-        let result = state.engine.append(topic, p, records).await;
+        let result = state.engine.records.append(topic, p, records).await;
         (p, count, result)
     });
     let results = futures::future::join_all(appends).await;
@@ -173,7 +173,7 @@ pub async fn append_to_topic(
     let body = body.map_err(body_error)?;
     let params = params(query)?;
     let enc = encoding(&params)?;
-    let partitions = state.engine.partitions_current(&topic).await?;
+    let partitions = state.engine.topics.partitions_current(&topic).await?;
     let incoming = parse_body(&state, &headers, body, enc)?;
 
     // Place every record before appending any, grouping them by partition
@@ -286,7 +286,7 @@ pub async fn append_to_partition(
         records.push(r.record);
     }
     let count = records.len();
-    let appended = state.engine.append(&topic, p, records).await?;
+    let appended = state.engine.records.append(&topic, p, records).await?;
     debug_assert_eq!(appended.count as usize, count);
     Ok(Json(
         json!({ "partition": p, "base_offset": appended.base.get(), "count": appended.count }),
@@ -351,6 +351,6 @@ pub async fn read(
     let enc = encoding(&params)?;
     let p = checked_partition(&state, &topic, &partition).await?;
     let req = read_request(&state, &params)?;
-    let result = state.engine.read(&topic, p, req).await?;
+    let result = state.engine.records.read(&topic, p, req).await?;
     Ok(json_bytes(read_answer(&result, enc, state.limits.max_read_bytes)))
 }

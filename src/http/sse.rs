@@ -65,7 +65,7 @@ impl Subscription {
     /// Whether the subscriber's token may still read the topic.
     fn still_allowed(&self) -> Result<(), ApiError> {
         let topic = [self.topic.as_str()];
-        super::auth::still_allowed(self.state.engine.as_ref(), self.token.as_deref(), topic)
+        super::auth::still_allowed(self.state.engine.tokens.as_ref(), self.token.as_deref(), topic)
     }
 
     /// The next event, or `None` when the stream is over.
@@ -87,10 +87,10 @@ impl Subscription {
             // The body is polled outside the request's task-local scopes.
             let read = crate::api::CALLER_TOKEN.scope(
                 self.token.clone(),
-                crate::api::FORWARDED.scope(self.forwarded, engine.read(&self.topic, self.partition, req)),
+                crate::api::FORWARDED.scope(self.forwarded, engine.records.read(&self.topic, self.partition, req)),
             );
             let result = tokio::select! {
-                _ = engine.live_reads_ended() => {
+                _ = engine.cluster.live_reads_ended() => {
                     Err(ApiError::unavailable("the node is shutting down; reconnect with Last-Event-ID"))
                 }
                 r = read => r,
@@ -155,6 +155,7 @@ pub async fn subscribe(
     let first = sub
         .state
         .engine
+        .records
         .read(&sub.topic, p, sub.request(Duration::ZERO))
         .await?;
     sub.from = ReadFrom::At(first.next_offset);

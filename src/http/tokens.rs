@@ -18,17 +18,17 @@ use serde_json::json;
 pub async fn create(State(state): State<Shared>, body: Result<Bytes, BytesRejection>) -> HttpResult<impl IntoResponse> {
     let body = body.map_err(body_error)?;
     let req: NewToken = serde_json::from_slice(&body).map_err(json_error)?;
-    let issued = state.engine.create_token(req).await?;
+    let issued = state.engine.tokens.create_token(req).await?;
     Ok((StatusCode::CREATED, Json(issued)))
 }
 
 /// `GET /v1/tokens` → `200 {"tokens": [{"id", "name", "scopes", "created_at", "expires_at", "expired"}]}`.
 pub async fn list(State(state): State<Shared>) -> impl IntoResponse {
-    Json(json!({ "tokens": state.engine.list_tokens() }))
+    Json(json!({ "tokens": state.engine.tokens.list_tokens() }))
 }
 
 /// `DELETE /v1/tokens/{id}` → 204, or 404 `token_not_found`.
 pub async fn revoke(State(state): State<Shared>, Path(id): Path<String>) -> HttpResult<StatusCode> {
-    state.engine.revoke_token(&id).await?;
+    state.engine.tokens.revoke_token(&id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

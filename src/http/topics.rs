@@ -114,6 +114,7 @@ pub async fn create(
     }
     let created = state
         .engine
+        .topics
         .create_topic(&req.name, partitions as u32, config.clone())
         .await?;
     Ok((
@@ -124,16 +125,16 @@ pub async fn create(
 
 /// Lists the topics the caller has any scope on (all of them with auth off).
 pub async fn list(State(state): State<Shared>, Extension(caller): Extension<Caller>) -> impl IntoResponse {
-    let mut topics = state.engine.list_topics();
+    let mut topics = state.engine.topics.list_topics();
     topics.retain(|t| caller.sees(&t.name));
     Json(json!({ "topics": topics }))
 }
 
 pub async fn describe(State(state): State<Shared>, Path(topic): Path<String>) -> HttpResult<impl IntoResponse> {
-    Ok(Json(state.engine.describe_topic(&topic)?))
+    Ok(Json(state.engine.topics.describe_topic(&topic)?))
 }
 
 pub async fn delete(State(state): State<Shared>, Path(topic): Path<String>) -> HttpResult<StatusCode> {
-    state.engine.delete_topic(&topic).await?;
+    state.engine.topics.delete_topic(&topic).await?;
     Ok(StatusCode::NO_CONTENT)
 }

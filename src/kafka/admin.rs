@@ -1,7 +1,8 @@
-//! Handlers of the admin APIs over the [`Engine`]: topics are created,
-//! deleted and grown, and their configs described and altered, by proposing
-//! to the metadata log from whichever node the client asked (like the HTTP
-//! API); DescribeCluster answers from the view like Metadata.
+//! Handlers of the admin APIs over the [`Topics`](crate::api::Topics)
+//! capability: topics are created, deleted and grown, and their configs
+//! described and altered, by proposing to the metadata log from whichever
+//! node the client asked (like the HTTP API); DescribeCluster answers from
+//! the view like Metadata.
 //!
 //! Topic configs are exactly `retention.ms`, `retention.bytes` and
 //! `cleanup.policy` (only `delete`: compaction is not implemented); any
@@ -14,7 +15,7 @@ use super::admin_proto::*;
 use super::proto::Broker;
 use super::wire::{DecodeResult, Reader, Writer};
 use super::{broker_id, code, error_code, split_addr};
-use crate::api::{ApiError, Engine, ErrorCode};
+use crate::api::{ApiError, ErrorCode, Services};
 use crate::meta::view::{validate_topic_name, MAX_PARTITIONS};
 use crate::meta::{CleanupPolicy, ConfigUpdate, TopicConfig};
 use std::collections::HashMap;
@@ -85,7 +86,7 @@ fn duplicate(what: &str) -> Failure {
 }
 
 pub(super) async fn request(
-    engine: &dyn Engine,
+    engine: &Services,
     key: i16,
     version: i16,
     r: &mut Reader,
@@ -110,7 +111,7 @@ pub(super) async fn request(
         DESCRIBE_CONFIGS => {
             let req = decode_describe_configs(r, version)?;
             // Configs altered through another node are read back here.
-            let _ = engine.sync_metadata().await;
+            let _ = engine.cluster.sync_metadata().await;
             encode_describe_configs(w, version, &describe_configs(engine, &req));
         }
         ALTER_CONFIGS | INCREMENTAL_ALTER_CONFIGS => {
@@ -234,7 +235,7 @@ fn describe_entry(config: &TopicConfig, name: &str, synonyms: bool, docs: bool) 
 
 // ------------------------------------------------------------ CreateTopics
 
-async fn create_topics(engine: &dyn Engine, req: CreateTopicsRequest) -> Vec<TopicResult> {
+async fn create_topics(engine: &Services, req: CreateTopicsRequest) -> Vec<TopicResult> {
     let named = counts(req.topics.iter().map(|t| t.name.clone()));
     let mut out = Vec::with_capacity(req.topics.len());
     for t in req.topics {
@@ -285,10 +286,10 @@ pub fn validate_creatable(t: &CreatableTopic) -> Result<(u32, TopicConfig), Fail
     Ok((partitions, config))
 }
 
-async fn create_topic(engine: &dyn Engine, t: &CreatableTopic, validate_only: bool) -> Result<(), Failure> {
+async fn create_topic(engine: &Services, t: &CreatableTopic, validate_only: bool) -> Result<(), Failure> {
     let (partitions, config) = validate_creatable(t)?;
     if validate_only {
-        return match engine.describe_topic(&t.name) {
+        return match engine.topics.describe_topic(&t.name) {
             Ok(_) => Err((
                 acode::TOPIC_ALREADY_EXISTS,
                 format!("topic {:?} already exists", t.name),
@@ -297,6 +298,7 @@ async fn create_topic(engine: &dyn Engine, t: &CreatableTopic, validate_only: bo
         };
     }
     engine
+        .topics
         .create_topic(&t.name, partitions, config)
         .await
         .map(|_| ())
@@ -305,14 +307,14 @@ async fn create_topic(engine: &dyn Engine, t: &CreatableTopic, validate_only: bo
 
 // ------------------------------------------------------------ DeleteTopics
 
-async fn delete_topics(engine: &dyn Engine, req: DeleteTopicsRequest) -> Vec<TopicResult> {
+async fn delete_topics(engine: &Services, req: DeleteTopicsRequest) -> Vec<TopicResult> {
     let named = counts(req.names.iter().cloned());
     let mut out = Vec::with_capacity(req.names.len());
     for name in req.names {
         let outcome = if named[&name] > 1 {
             Err(duplicate(&format!("topic {name:?}")))
         } else {
-            engine.delete_topic(&name).await.map_err(failure)
+            engine.topics.delete_topic(&name).await.map_err(failure)
         };
         out.push(topic_result(name, outcome));
     }
@@ -321,7 +323,7 @@ async fn delete_topics(engine: &dyn Engine, req: DeleteTopicsRequest) -> Vec<Top
 
 // ------------------------------------------------------------ CreatePartitions
 
-async fn create_partitions(engine: &dyn Engine, req: CreatePartitionsRequest) -> Vec<TopicResult> {
+async fn create_partitions(engine: &Services, req: CreatePartitionsRequest) -> Vec<TopicResult> {
     let named = counts(req.topics.iter().map(|t| t.name.clone()));
     let mut out = Vec::with_capacity(req.topics.len());
     for t in req.topics {
@@ -335,14 +337,14 @@ async fn create_partitions(engine: &dyn Engine, req: CreatePartitionsRequest) ->
     out
 }
 
-async fn grow(engine: &dyn Engine, t: &CreatePartitionsTopic, validate_only: bool) -> Result<(), Failure> {
+async fn grow(engine: &Services, t: &CreatePartitionsTopic, validate_only: bool) -> Result<(), Failure> {
     if t.assignments.as_ref().is_some_and(|a| !a.is_empty()) {
         return Err((
             acode::INVALID_REPLICA_ASSIGNMENT,
             "manual replica assignment is not supported: partitions are placed automatically".into(),
         ));
     }
-    let current = engine.partitions(&t.name).map_err(failure)?;
+    let current = engine.topics.partitions(&t.name).map_err(failure)?;
     let count = u32::try_from(t.count).unwrap_or(0);
     if count <= current || count > MAX_PARTITIONS {
         let why = if count == current {
@@ -358,12 +360,12 @@ async fn grow(engine: &dyn Engine, t: &CreatePartitionsTopic, validate_only: boo
     if validate_only {
         return Ok(());
     }
-    engine.add_partitions(&t.name, count).await.map_err(failure)
+    engine.topics.add_partitions(&t.name, count).await.map_err(failure)
 }
 
 // ------------------------------------------------------------ DescribeConfigs
 
-fn describe_configs(engine: &dyn Engine, req: &DescribeConfigsRequest) -> Vec<DescribeConfigsResult> {
+fn describe_configs(engine: &Services, req: &DescribeConfigsRequest) -> Vec<DescribeConfigsResult> {
     req.resources
         .iter()
         .map(|res| {
@@ -381,7 +383,7 @@ fn describe_configs(engine: &dyn Engine, req: &DescribeConfigsRequest) -> Vec<De
                 }
             };
             match res.resource_type {
-                resource::TOPIC => answer(engine.describe_topic(&res.name).map_err(failure).map(|d| {
+                resource::TOPIC => answer(engine.topics.describe_topic(&res.name).map_err(failure).map(|d| {
                     TOPIC_CONFIGS
                         .iter()
                         .filter(|k| res.keys.as_ref().is_none_or(|keys| keys.iter().any(|x| x == *k)))
@@ -405,7 +407,7 @@ fn unsupported_resource(resource_type: i8) -> Failure {
 
 // ------------------------------------------------------------ AlterConfigs
 
-async fn alter_configs(engine: &dyn Engine, req: AlterConfigsRequest, incremental: bool) -> Vec<AlterConfigsResult> {
+async fn alter_configs(engine: &Services, req: AlterConfigsRequest, incremental: bool) -> Vec<AlterConfigsResult> {
     let named = counts(req.resources.iter().map(|r| (r.resource_type, r.name.clone())));
     let mut out = Vec::with_capacity(req.resources.len());
     for res in req.resources {
@@ -475,7 +477,7 @@ pub fn topic_updates(configs: &[AlterableConfig], incremental: bool) -> Result<V
 }
 
 async fn alter_resource(
-    engine: &dyn Engine,
+    engine: &Services,
     res: &AlterConfigsResource,
     incremental: bool,
     validate_only: bool,
@@ -483,11 +485,12 @@ async fn alter_resource(
     match res.resource_type {
         resource::TOPIC => {
             let updates = topic_updates(&res.configs, incremental)?;
-            engine.partitions(&res.name).map_err(failure)?;
+            engine.topics.partitions(&res.name).map_err(failure)?;
             if validate_only {
                 return Ok(());
             }
             engine
+                .topics
                 .alter_topic_config(&res.name, updates)
                 .await
                 .map(|_| ())
@@ -509,7 +512,7 @@ async fn alter_resource(
 
 /// Every node serves brokers' requests; there is no separate controller
 /// endpoint to describe.
-fn describe_cluster(engine: &dyn Engine, req: DescribeClusterRequest) -> DescribeClusterResponse {
+fn describe_cluster(engine: &Services, req: DescribeClusterRequest) -> DescribeClusterResponse {
     let (brokers, controller) = cluster(engine);
     let error = match req.endpoint_type {
         endpoint::BROKERS => None,
@@ -541,8 +544,8 @@ fn describe_cluster(engine: &dyn Engine, req: DescribeClusterRequest) -> Describ
 
 /// The brokers (live, unfenced nodes) and the controller (the lease holder,
 /// else this node), as Metadata reports them.
-fn cluster(engine: &dyn Engine) -> (Vec<Broker>, i32) {
-    let nodes = engine.nodes();
+fn cluster(engine: &Services) -> (Vec<Broker>, i32) {
+    let nodes = engine.cluster.nodes();
     let brokers = nodes
         .nodes
         .iter()
@@ -560,6 +563,6 @@ fn cluster(engine: &dyn Engine) -> (Vec<Broker>, i32) {
         .lease_holder
         .as_deref()
         .map(broker_id)
-        .unwrap_or_else(|| broker_id(&engine.ready().node_id));
+        .unwrap_or_else(|| broker_id(&engine.cluster.ready().node_id));
     (brokers, controller)
 }

@@ -1,24 +1,36 @@
-//! Per-topic authorization of Kafka requests: an [`Engine`] that runs as
-//! one principal and refuses what its scopes do not grant with `forbidden`,
-//! which [`super::error_code`] answers as `TOPIC_AUTHORIZATION_FAILED` in
-//! the refused topic's (or partition's) slot of the response. The handlers
-//! stay unaware of auth; every topic they touch goes through here.
+//! Per-topic authorization of Kafka requests: each capability of
+//! [`Services`] wrapped to run as one principal, refusing what its scopes do
+//! not grant with `forbidden`, which [`super::error_code`] answers as
+//! `TOPIC_AUTHORIZATION_FAILED` in the refused topic's (or partition's) slot
+//! of the response. The handlers stay unaware of auth; every topic they
+//! touch goes through here.
 //!
-//! | engine call | needs |
-//! | --- | --- |
-//! | append, append_batch | `write` |
-//! | read, read_batches, leader_epoch_end, commit_offsets | `read` |
-//! | describe_topic, partitions, list_topics (filtered) | any op on the topic |
-//! | create_topic (incl. auto-create), delete_topic, add_partitions, alter_topic_config | `admin` |
-//! | delete_group | `admin` on every topic the group has offsets for |
-//! | transfer, drain, tokens | cluster admin |
+//! | capability | call | needs |
+//! | --- | --- | --- |
+//! | records | append, append_batch | `write` |
+//! | records | read, read_batches, leader_epoch_end | `read` |
+//! | topics | describe_topic(_current), partitions(_current), list_topics (filtered) | any op on the topic |
+//! | topics | create_topic (incl. auto-create), delete_topic, add_partitions, alter_topic_config | `admin` |
+//! | group offsets | commit_offsets, committed_offsets (filtered) | `read` |
+//! | group offsets | delete_group, authorize_group_delete | `admin` on every topic the group has offsets for |
+//! | group offsets | offset_groups | nothing |
+//! | producer ids | init_producer_id | nothing |
+//! | tokens | create_token, revoke_token, list_tokens (empty otherwise) | cluster admin |
+//! | tokens | auth_required, authenticate | nothing |
+//! | cluster | transfer, drain | cluster admin |
+//! | cluster | ready, nodes, live_reads_ended, sync_metadata, catch_up_to | nothing |
+//! | cluster | is_peer | always false: a client is never a peer |
+//!
+//! There is one wrapper per capability trait, [`Scoped`] over it, and no
+//! trait method has a default body: a method added to a trait does not
+//! compile until its wrapper here decides what it needs.
 //!
 //! Consumer groups themselves are not scoped: any authenticated client may
 //! join, sync, heartbeat and leave any group; its offsets are guarded by
 //! the topic scopes above.
 
 use crate::api::*;
-use crate::auth::{Op, Principal};
+use crate::auth::{AuthFailure, IssuedToken, NewToken, Op, Principal, TokenInfo};
 use crate::ids::{Offset, StreamEpoch};
 use crate::meta::{ConfigUpdate, TopicConfig};
 use crate::stream::batch::Record;
@@ -26,13 +38,31 @@ use async_trait::async_trait;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// `inner` as seen by `principal`.
-pub struct Scoped {
-    pub inner: Arc<dyn Engine>,
-    pub principal: Arc<Principal>,
+/// The capabilities of `inner` as seen by `principal`.
+pub fn scoped(inner: &Services, principal: Arc<Principal>) -> Services {
+    let p = &principal;
+    Services {
+        limits: inner.limits,
+        records: Arc::new(Scoped::new(inner.records.clone(), p.clone())),
+        topics: Arc::new(Scoped::new(inner.topics.clone(), p.clone())),
+        group_offsets: Arc::new(Scoped::new(inner.group_offsets.clone(), p.clone())),
+        producer_ids: Arc::new(Scoped::new(inner.producer_ids.clone(), p.clone())),
+        tokens: Arc::new(Scoped::new(inner.tokens.clone(), p.clone())),
+        cluster: Arc::new(Scoped::new(inner.cluster.clone(), principal)),
+    }
 }
 
-impl Scoped {
+/// One capability `C` (a `dyn` capability trait) as seen by `principal`.
+pub struct Scoped<C: ?Sized> {
+    inner: Arc<C>,
+    principal: Arc<Principal>,
+}
+
+impl<C: ?Sized> Scoped<C> {
+    pub fn new(inner: Arc<C>, principal: Arc<Principal>) -> Self {
+        Self { inner, principal }
+    }
+
     fn need(&self, op: Op, topic: &str) -> ApiResult<()> {
         if self.principal.allows(op, topic) {
             Ok(())
@@ -67,47 +97,7 @@ impl Scoped {
 }
 
 #[async_trait]
-impl Engine for Scoped {
-    fn limits(&self) -> Limits {
-        self.inner.limits()
-    }
-    async fn create_topic(&self, name: &str, partitions: u32, config: TopicConfig) -> ApiResult<TopicSummary> {
-        self.need(Op::Admin, name)?;
-        self.inner.create_topic(name, partitions, config).await
-    }
-    fn list_topics(&self) -> Vec<TopicSummary> {
-        let mut topics = self.inner.list_topics();
-        topics.retain(|t| self.principal.sees(&t.name));
-        topics
-    }
-    fn describe_topic(&self, name: &str) -> ApiResult<TopicDescription> {
-        self.need_sight(name)?;
-        self.inner.describe_topic(name)
-    }
-    async fn delete_topic(&self, name: &str) -> ApiResult<()> {
-        self.need(Op::Admin, name)?;
-        self.inner.delete_topic(name).await
-    }
-    async fn add_partitions(&self, name: &str, partitions: u32) -> ApiResult<()> {
-        self.need(Op::Admin, name)?;
-        self.inner.add_partitions(name, partitions).await
-    }
-    async fn alter_topic_config(&self, name: &str, updates: Vec<ConfigUpdate>) -> ApiResult<TopicConfig> {
-        self.need(Op::Admin, name)?;
-        self.inner.alter_topic_config(name, updates).await
-    }
-    fn partitions(&self, topic: &str) -> ApiResult<u32> {
-        self.need_sight(topic)?;
-        self.inner.partitions(topic)
-    }
-    async fn partitions_current(&self, topic: &str) -> ApiResult<u32> {
-        self.need_sight(topic)?;
-        self.inner.partitions_current(topic).await
-    }
-    async fn describe_topic_current(&self, name: &str) -> ApiResult<TopicDescription> {
-        self.need_sight(name)?;
-        self.inner.describe_topic_current(name).await
-    }
+impl Records for Scoped<dyn Records> {
     async fn append(&self, topic: &str, partition: u32, records: Vec<Record>) -> ApiResult<Appended> {
         self.need(Op::Write, topic)?;
         self.inner.append(topic, partition, records).await
@@ -131,29 +121,55 @@ impl Engine for Scoped {
         self.need(Op::Read, topic)?;
         self.inner.read_batches(topic, partition, from, max_bytes, wait).await
     }
-    fn ready(&self) -> ReadyStatus {
-        self.inner.ready()
-    }
-    fn nodes(&self) -> NodesInfo {
-        self.inner.nodes()
-    }
-    async fn live_reads_ended(&self) {
-        self.inner.live_reads_ended().await
-    }
-    async fn transfer(&self, topic: &str, partition: u32, to: &str) -> ApiResult<()> {
-        self.need_cluster_admin()?;
-        self.inner.transfer(topic, partition, to).await
-    }
     async fn leader_epoch_end(&self, topic: &str, partition: u32, epoch: StreamEpoch) -> ApiResult<Offset> {
         self.need(Op::Read, topic)?;
         self.inner.leader_epoch_end(topic, partition, epoch).await
     }
-    async fn sync_metadata(&self) -> bool {
-        self.inner.sync_metadata().await
+}
+
+#[async_trait]
+impl Topics for Scoped<dyn Topics> {
+    async fn create_topic(&self, name: &str, partitions: u32, config: TopicConfig) -> ApiResult<TopicSummary> {
+        self.need(Op::Admin, name)?;
+        self.inner.create_topic(name, partitions, config).await
     }
-    async fn init_producer_id(&self) -> ApiResult<i64> {
-        self.inner.init_producer_id().await
+    fn list_topics(&self) -> Vec<TopicSummary> {
+        let mut topics = self.inner.list_topics();
+        topics.retain(|t| self.principal.sees(&t.name));
+        topics
     }
+    fn describe_topic(&self, name: &str) -> ApiResult<TopicDescription> {
+        self.need_sight(name)?;
+        self.inner.describe_topic(name)
+    }
+    async fn describe_topic_current(&self, name: &str) -> ApiResult<TopicDescription> {
+        self.need_sight(name)?;
+        self.inner.describe_topic_current(name).await
+    }
+    async fn delete_topic(&self, name: &str) -> ApiResult<()> {
+        self.need(Op::Admin, name)?;
+        self.inner.delete_topic(name).await
+    }
+    async fn add_partitions(&self, name: &str, partitions: u32) -> ApiResult<()> {
+        self.need(Op::Admin, name)?;
+        self.inner.add_partitions(name, partitions).await
+    }
+    async fn alter_topic_config(&self, name: &str, updates: Vec<ConfigUpdate>) -> ApiResult<TopicConfig> {
+        self.need(Op::Admin, name)?;
+        self.inner.alter_topic_config(name, updates).await
+    }
+    fn partitions(&self, topic: &str) -> ApiResult<u32> {
+        self.need_sight(topic)?;
+        self.inner.partitions(topic)
+    }
+    async fn partitions_current(&self, topic: &str) -> ApiResult<u32> {
+        self.need_sight(topic)?;
+        self.inner.partitions_current(topic).await
+    }
+}
+
+#[async_trait]
+impl GroupOffsets for Scoped<dyn GroupOffsets> {
     async fn commit_offsets(&self, group: &str, offsets: Vec<GroupOffset>) -> ApiResult<()> {
         for o in &offsets {
             self.need(Op::Read, &o.topic)?;
@@ -169,6 +185,8 @@ impl Engine for Scoped {
         self.inner.offset_groups()
     }
     fn authorize_group_delete(&self, group: &str) -> ApiResult<()> {
+        // Every topic the group has offsets for, not only those the
+        // principal may read.
         for o in self.inner.committed_offsets(group) {
             self.need(Op::Admin, &o.topic)?;
         }
@@ -178,21 +196,30 @@ impl Engine for Scoped {
         self.authorize_group_delete(group)?;
         self.inner.delete_group(group).await
     }
-    async fn drain(&self, node: &str) -> ApiResult<()> {
-        self.need_cluster_admin()?;
-        self.inner.drain(node).await
+}
+
+#[async_trait]
+impl ProducerIds for Scoped<dyn ProducerIds> {
+    /// Any authenticated client may be an idempotent producer; what it
+    /// may write to is checked on each append.
+    async fn init_producer_id(&self) -> ApiResult<i64> {
+        self.inner.init_producer_id().await
     }
+}
+
+#[async_trait]
+impl Tokens for Scoped<dyn Tokens> {
     fn auth_required(&self) -> bool {
         self.inner.auth_required()
     }
-    fn authenticate(&self, secret: &str) -> Result<Principal, crate::auth::AuthFailure> {
+    fn authenticate(&self, secret: &str) -> Result<Principal, AuthFailure> {
         self.inner.authenticate(secret)
     }
-    async fn create_token(&self, req: crate::auth::NewToken) -> ApiResult<crate::auth::IssuedToken> {
+    async fn create_token(&self, req: NewToken) -> ApiResult<IssuedToken> {
         self.need_cluster_admin()?;
         self.inner.create_token(req).await
     }
-    fn list_tokens(&self) -> Vec<crate::auth::TokenInfo> {
+    fn list_tokens(&self) -> Vec<TokenInfo> {
         if self.principal.is_cluster_admin() {
             self.inner.list_tokens()
         } else {
@@ -202,5 +229,36 @@ impl Engine for Scoped {
     async fn revoke_token(&self, id: &str) -> ApiResult<()> {
         self.need_cluster_admin()?;
         self.inner.revoke_token(id).await
+    }
+}
+
+#[async_trait]
+impl Cluster for Scoped<dyn Cluster> {
+    fn ready(&self) -> ReadyStatus {
+        self.inner.ready()
+    }
+    fn nodes(&self) -> NodesInfo {
+        self.inner.nodes()
+    }
+    async fn live_reads_ended(&self) {
+        self.inner.live_reads_ended().await
+    }
+    async fn transfer(&self, topic: &str, partition: u32, to: &str) -> ApiResult<()> {
+        self.need_cluster_admin()?;
+        self.inner.transfer(topic, partition, to).await
+    }
+    async fn drain(&self, node: &str) -> ApiResult<()> {
+        self.need_cluster_admin()?;
+        self.inner.drain(node).await
+    }
+    async fn sync_metadata(&self) -> bool {
+        self.inner.sync_metadata().await
+    }
+    async fn catch_up_to(&self, index: u64) -> bool {
+        self.inner.catch_up_to(index).await
+    }
+    /// A Kafka client's credentials never make it a node of the cluster.
+    fn is_peer(&self, _presented: &str) -> bool {
+        false
     }
 }

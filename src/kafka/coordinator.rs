@@ -1,19 +1,20 @@
 //! Handlers of the consumer-group APIs over [`Groups`] (membership, in
-//! memory) and the [`Engine`] (committed offsets, in the metadata log).
+//! memory) and the [`GroupOffsets`](crate::api::GroupOffsets) capability
+//! (committed offsets, in the metadata log).
 
 use super::group_proto::*;
 use super::groups::{self, code as gcode, Groups, Join, Joined};
 use super::wire::{DecodeResult, Reader, Writer};
 use super::{broker_id, code, split_addr};
-use crate::api::{Engine, ErrorCode, GroupOffset};
+use crate::api::{ErrorCode, GroupOffset, Services};
 use std::time::Duration;
 use tokio::time::Instant;
 
 /// The node that coordinates `group`: the group id hashed over the sorted
 /// ids of the live nodes, so every node computes the same answer from its
 /// view. `None` when no node is live. (node id, kafka address)
-pub fn coordinator_of(engine: &dyn Engine, group: &str) -> Option<(String, String)> {
-    let nodes = engine.nodes();
+pub fn coordinator_of(engine: &Services, group: &str) -> Option<(String, String)> {
+    let nodes = engine.cluster.nodes();
     let mut live: Vec<(String, String)> = nodes
         .nodes
         .into_iter()
@@ -29,9 +30,9 @@ pub fn coordinator_of(engine: &dyn Engine, group: &str) -> Option<(String, Strin
 }
 
 /// `Ok` if this node coordinates `group`, else the error code to answer.
-fn check_coordinator(engine: &dyn Engine, group: &str) -> Result<(), i16> {
+fn check_coordinator(engine: &Services, group: &str) -> Result<(), i16> {
     match coordinator_of(engine, group) {
-        Some((id, _)) if id == engine.ready().node_id => Ok(()),
+        Some((id, _)) if id == engine.cluster.ready().node_id => Ok(()),
         Some(_) => Err(gcode::NOT_COORDINATOR),
         None => Err(gcode::COORDINATOR_NOT_AVAILABLE),
     }
@@ -43,7 +44,7 @@ fn ms(v: i32) -> Duration {
 
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn group_request(
-    engine: &dyn Engine,
+    engine: &Services,
     groups: &Groups,
     key: i16,
     version: i16,
@@ -113,9 +114,9 @@ pub(super) async fn group_request(
         }
         LIST_GROUPS => {
             decode_list_groups(r, version)?;
-            let me = engine.ready().node_id;
+            let me = engine.cluster.ready().node_id;
             let mut list = groups.list();
-            for g in engine.offset_groups() {
+            for g in engine.group_offsets.offset_groups() {
                 let mine = coordinator_of(engine, &g).is_some_and(|(id, _)| id == me);
                 if mine && !list.iter().any(|(id, _)| *id == g) {
                     list.push((g, "consumer".into()));
@@ -144,7 +145,7 @@ pub(super) async fn group_request(
 }
 
 async fn join(
-    engine: &dyn Engine,
+    engine: &Services,
     groups: &Groups,
     version: i16,
     req: JoinGroupRequest,
@@ -189,11 +190,7 @@ async fn sync(groups: &Groups, req: SyncGroupRequest) -> Result<bytes::Bytes, i1
     .await
 }
 
-async fn offset_commit(
-    engine: &dyn Engine,
-    groups: &Groups,
-    req: OffsetCommitRequest,
-) -> Vec<(String, Vec<(i32, i16)>)> {
+async fn offset_commit(engine: &Services, groups: &Groups, req: OffsetCommitRequest) -> Vec<(String, Vec<(i32, i16)>)> {
     let all = |topics: &[(String, Vec<CommitPartition>)], e: i16| -> Vec<(String, Vec<(i32, i16)>)> {
         topics
             .iter()
@@ -210,7 +207,7 @@ async fn offset_commit(
     let mut offsets = Vec::new();
     let mut out: Vec<(String, Vec<(i32, i16)>)> = Vec::with_capacity(req.topics.len());
     for (topic, parts) in &req.topics {
-        let count = engine.partitions(topic);
+        let count = engine.topics.partitions(topic);
         let denied = matches!(&count, Err(e) if e.code == ErrorCode::Forbidden);
         let count = count.ok();
         let mut answers = Vec::with_capacity(parts.len());
@@ -240,7 +237,7 @@ async fn offset_commit(
     if offsets.is_empty() {
         return out;
     }
-    if let Err(e) = engine.commit_offsets(&req.group_id, offsets).await {
+    if let Err(e) = engine.group_offsets.commit_offsets(&req.group_id, offsets).await {
         let failed = match e.code {
             ErrorCode::TopicNotFound | ErrorCode::PartitionNotFound => code::UNKNOWN_TOPIC_OR_PARTITION,
             ErrorCode::Unavailable => gcode::COORDINATOR_NOT_AVAILABLE,
@@ -257,7 +254,7 @@ async fn offset_commit(
     out
 }
 
-fn offset_fetch(engine: &dyn Engine, req: OffsetFetchRequest) -> (i16, Vec<(String, Vec<FetchedOffset>)>) {
+fn offset_fetch(engine: &Services, req: OffsetFetchRequest) -> (i16, Vec<(String, Vec<FetchedOffset>)>) {
     if let Err(e) = check_coordinator(engine, &req.group_id) {
         let topics = req
             .topics
@@ -278,7 +275,7 @@ fn offset_fetch(engine: &dyn Engine, req: OffsetFetchRequest) -> (i16, Vec<(Stri
             .collect();
         return (e, topics);
     }
-    let committed = engine.committed_offsets(&req.group_id);
+    let committed = engine.group_offsets.committed_offsets(&req.group_id);
     let found = |t: &str, p: i32| {
         committed
             .iter()
@@ -319,7 +316,7 @@ fn offset_fetch(engine: &dyn Engine, req: OffsetFetchRequest) -> (i16, Vec<(Stri
     (code::NONE, topics)
 }
 
-fn describe(engine: &dyn Engine, groups: &Groups, group: String) -> DescribedGroup {
+fn describe(engine: &Services, groups: &Groups, group: String) -> DescribedGroup {
     let empty = |error_code, state: &str| DescribedGroup {
         error_code,
         group_id: group.clone(),
@@ -358,7 +355,7 @@ fn describe(engine: &dyn Engine, groups: &Groups, group: String) -> DescribedGro
                     .collect(),
             }
         }
-        None if engine.offset_groups().contains(&group) => DescribedGroup {
+        None if engine.group_offsets.offset_groups().contains(&group) => DescribedGroup {
             protocol_type: "consumer".into(),
             ..empty(code::NONE, "Empty")
         },
@@ -369,17 +366,17 @@ fn describe(engine: &dyn Engine, groups: &Groups, group: String) -> DescribedGro
 /// DeleteGroups of one group. Authorization comes first: a caller that may
 /// not delete the group gets `GROUP_AUTHORIZATION_FAILED` and neither its
 /// membership nor its offsets change.
-async fn delete_group(engine: &dyn Engine, groups: &Groups, group: &str) -> i16 {
+async fn delete_group(engine: &Services, groups: &Groups, group: &str) -> i16 {
     if let Err(e) = check_coordinator(engine, group) {
         return e;
     }
-    if engine.authorize_group_delete(group).is_err() {
+    if engine.group_offsets.authorize_group_delete(group).is_err() {
         return gcode::GROUP_AUTHORIZATION_FAILED;
     }
     if let Err(e) = groups.delete(group) {
         return e;
     }
-    match engine.delete_group(group).await {
+    match engine.group_offsets.delete_group(group).await {
         Ok(()) => code::NONE,
         // Offsets committed since the check above, for a topic the caller
         // may not administer.

@@ -3,7 +3,7 @@
 //! requests read ahead, per connection and per node), and
 //! handlers for ApiVersions, Metadata, Produce, Fetch, ListOffsets, the
 //! classic consumer-group APIs (`coordinator.rs`, `groups.rs`) and the
-//! admin APIs (`admin.rs`) over the [`Engine`].
+//! admin APIs (`admin.rs`) over the node's [`Services`].
 //!
 //! Requests are decoded by this module's own bounded decoders
 //! ([`wire::Reader`]): every array count and string length is checked
@@ -16,16 +16,20 @@ mod admin;
 pub mod admin_proto;
 pub mod authz;
 mod coordinator;
+mod fetch;
 pub mod framing;
 pub mod group_proto;
 pub mod groups;
-pub mod producer;
+pub mod leader_epoch;
+mod list_offsets;
+mod metadata;
+mod produce;
+pub mod producer_ids;
 pub mod proto;
 pub mod sasl;
 pub mod wire;
 
-use crate::api::{ApiError, Engine, ErrorCode};
-use crate::ids::Offset;
+use crate::api::{ApiError, ErrorCode, Services, Tokens};
 use crate::net::{Stream, Transport};
 use bytes::Bytes;
 use group_proto::*;
@@ -136,7 +140,7 @@ pub fn broker_id(node: &str) -> i32 {
 /// Serve Kafka clients on `listener` until `stop` turns true; then stop
 /// accepting, close idle connections, and wait (bounded) for requests in
 /// flight. Plaintext, with [`Transport::plain`]'s limits.
-pub async fn serve(engine: Arc<dyn Engine>, listener: TcpListener, opts: Options, stop: watch::Receiver<bool>) {
+pub async fn serve(engine: impl Into<Services>, listener: TcpListener, opts: Options, stop: watch::Receiver<bool>) {
     serve_with(engine, listener, opts, Transport::plain(), stop).await
 }
 
@@ -144,19 +148,20 @@ pub async fn serve(engine: Arc<dyn Engine>, listener: TcpListener, opts: Options
 /// `security.protocol=SSL`), the connection caps (in all and per client
 /// address), and the read and idle timeouts.
 pub async fn serve_with(
-    engine: Arc<dyn Engine>,
+    engine: impl Into<Services>,
     listener: TcpListener,
     opts: Options,
     transport: Transport,
     stop: watch::Receiver<bool>,
 ) {
+    let engine: Services = engine.into();
     let mut conns = tokio::task::JoinSet::new();
     let mut stopping = stop.clone();
     let groups = Arc::new(Groups::new());
     let limit = crate::net::ConnLimit::new("kafka", transport.max_connections);
     let memory = RequestMemory::new(opts.max_request_memory_bytes);
     let transport = Arc::new(transport);
-    let me = engine.ready();
+    let me = engine.cluster.ready();
     let node_span = crate::telemetry::node_span(&me.node_id, me.epoch);
     let ticker = tokio::spawn({
         let groups = groups.clone();
@@ -238,7 +243,7 @@ type Handled<'a> =
 
 /// What a connection needs from its listener.
 struct Conn {
-    engine: Arc<dyn Engine>,
+    engine: Services,
     groups: Arc<Groups>,
     opts: Options,
     timeouts: FrameTimeouts,
@@ -282,7 +287,7 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
     let groups = groups.as_ref();
     let session = sasl::Session::default();
     let session = &session;
-    let auth = engine.auth_required();
+    let auth = engine.tokens.auth_required();
     let cap = || {
         if auth && !session.is_authenticated() {
             FrameCap::BeforeLogin(opts.max_unauthenticated_frame_bytes.min(opts.max_frame_bytes))
@@ -347,7 +352,7 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
     tokio::select! {
         _ = reader => unreachable!("the reader never finishes"),
         r = process => r,
-        closed = watch_session(engine.as_ref(), session, login_by, opts.auth_deadline) => Err(closed),
+        closed = watch_session(engine.tokens.as_ref(), session, login_by, opts.auth_deadline) => Err(closed),
     }
 }
 
@@ -355,17 +360,17 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
 /// not logged in by `login_by`, or once its token no longer authenticates.
 /// Never resolves with auth off.
 async fn watch_session(
-    engine: &dyn Engine,
+    tokens: &dyn Tokens,
     session: &sasl::Session,
     login_by: tokio::time::Instant,
     deadline: Duration,
 ) -> ConnError {
-    if !engine.auth_required() {
+    if !tokens.auth_required() {
         return std::future::pending().await;
     }
     loop {
         let now = tokio::time::Instant::now();
-        let next = match session.recheck(engine) {
+        let next = match session.recheck(tokens) {
             sasl::Recheck::Valid => now + TOKEN_RECHECK,
             sasl::Recheck::Revoked => return ConnError::Revoked,
             sasl::Recheck::NotLoggedIn if now >= login_by => {
@@ -433,7 +438,7 @@ fn api_name(frame: &[u8]) -> &'static str {
 /// Handles one request frame: the response frame body (header included),
 /// `None` when the request wants no response (acks=0), or an error that
 /// closes the connection (a frame that does not decode).
-pub async fn handle(engine: &dyn Engine, opts: Options, frame: Bytes) -> Result<Option<Bytes>, DecodeError> {
+pub async fn handle(engine: &Services, opts: Options, frame: Bytes) -> Result<Option<Bytes>, DecodeError> {
     handle_in(engine, &Groups::new(), opts, frame, "").await
 }
 
@@ -444,9 +449,9 @@ const WRITE_BUFFER: usize = 64 * 1024;
 /// One frame of a connection with `session`: the SASL gate (see
 /// [`sasl`]) decides whether it is served, as whom, or closes the
 /// connection; an authenticated principal's requests run against its
-/// [`authz::Scoped`] view of the engine.
+/// [`authz::scoped`] view of the node's services.
 async fn handle_gated(
-    engine: &Arc<dyn Engine>,
+    engine: &Services,
     session: &sasl::Session,
     groups: &Groups,
     opts: Options,
@@ -454,7 +459,7 @@ async fn handle_gated(
     peer: &str,
 ) -> Result<Option<Encoded>, DecodeError> {
     let key = frame.get(..2).map_or(-1, |k| i16::from_be_bytes([k[0], k[1]]));
-    match session.gate(engine.as_ref(), key, &frame) {
+    match session.gate(engine.tokens.as_ref(), key, &frame) {
         sasl::Gate::Raw(reply) => Ok(Some(reply.into())),
         sasl::Gate::Close(why) => {
             tracing::info!(peer, key, why, "closing kafka connection");
@@ -463,14 +468,9 @@ async fn handle_gated(
                 message: why.to_string(),
             })
         }
-        sasl::Gate::Sasl | sasl::Gate::Serve(None) => {
-            handle_with(engine.as_ref(), session, groups, opts, frame, peer).await
-        }
+        sasl::Gate::Sasl | sasl::Gate::Serve(None) => handle_with(engine, session, groups, opts, frame, peer).await,
         sasl::Gate::Serve(Some(principal)) => {
-            let scoped = authz::Scoped {
-                inner: engine.clone(),
-                principal,
-            };
+            let scoped = authz::scoped(engine, principal);
             handle_with(&scoped, session, groups, opts, frame, peer).await
         }
     }
@@ -478,7 +478,7 @@ async fn handle_gated(
 
 /// [`handle`] with the node's group coordinator state and the client's host.
 pub async fn handle_in(
-    engine: &dyn Engine,
+    engine: &Services,
     groups: &Groups,
     opts: Options,
     frame: Bytes,
@@ -490,7 +490,7 @@ pub async fn handle_in(
 
 /// [`handle_in`] on a connection's SASL session.
 async fn handle_with(
-    engine: &dyn Engine,
+    engine: &Services,
     session: &sasl::Session,
     groups: &Groups,
     opts: Options,
@@ -522,12 +522,12 @@ async fn handle_with(
         }
         METADATA => {
             let req = decode_metadata(&mut r, version)?;
-            metadata(engine, opts, version, req, &mut w).await;
+            metadata::metadata(engine, opts, version, req, &mut w).await;
         }
         PRODUCE => {
             let req = decode_produce(&mut r, version)?;
             let acks = req.acks;
-            let topics = produce(engine, req).await;
+            let topics = produce::produce(engine, req).await;
             if acks == 0 {
                 return Ok(None);
             }
@@ -535,8 +535,8 @@ async fn handle_with(
         }
         FETCH => {
             let req = decode_fetch(&mut r, version)?;
-            let still_logged_in = || session.recheck(engine) != sasl::Recheck::Revoked;
-            let Some(topics) = fetch(engine, req, opts.fetch_max_bytes, &still_logged_in).await else {
+            let still_logged_in = || session.recheck(engine.tokens.as_ref()) != sasl::Recheck::Revoked;
+            let Some(topics) = fetch::fetch(engine, req, opts.fetch_max_bytes, &still_logged_in).await else {
                 return Err(DecodeError {
                     at: 0,
                     message: "the connection's token was revoked or expired during a Fetch wait".into(),
@@ -546,18 +546,18 @@ async fn handle_with(
         }
         LIST_OFFSETS => {
             let req = decode_list_offsets(&mut r, version)?;
-            let topics = list_offsets(engine, req).await;
+            let topics = list_offsets::list_offsets(engine, req).await;
             encode_list_offsets(&mut w, version, &topics);
         }
-        producer::INIT_PRODUCER_ID => {
-            let req = producer::decode_init_producer_id(&mut r, version)?;
-            let resp = producer::init_producer_id(engine, &req).await;
-            producer::encode_init_producer_id(&mut w, version, &resp);
+        producer_ids::INIT_PRODUCER_ID => {
+            let req = producer_ids::decode_init_producer_id(&mut r, version)?;
+            let resp = producer_ids::init_producer_id(engine, &req).await;
+            producer_ids::encode_init_producer_id(&mut w, version, &resp);
         }
-        producer::OFFSET_FOR_LEADER_EPOCH => {
-            let req = producer::decode_offset_for_leader_epoch(&mut r, version)?;
-            let topics = producer::offset_for_leader_epoch(engine, req).await;
-            producer::encode_offset_for_leader_epoch(&mut w, version, &topics);
+        leader_epoch::OFFSET_FOR_LEADER_EPOCH => {
+            let req = leader_epoch::decode_offset_for_leader_epoch(&mut r, version)?;
+            let topics = leader_epoch::offset_for_leader_epoch(engine, req).await;
+            leader_epoch::encode_offset_for_leader_epoch(&mut w, version, &topics);
         }
         k if is_group_api(k) => {
             let client = header.client_id.clone().unwrap_or_default();
@@ -565,7 +565,7 @@ async fn handle_with(
         }
         k if admin_proto::is_admin_api(k) => admin::request(engine, k, version, &mut r, &mut w).await?,
         sasl::SASL_HANDSHAKE => session.handshake(version, &mut r, &mut w)?,
-        sasl::SASL_AUTHENTICATE => session.authenticate(engine, version, &mut r, &mut w)?,
+        sasl::SASL_AUTHENTICATE => session.authenticate(engine.tokens.as_ref(), version, &mut r, &mut w)?,
         _ => unreachable!("supported() admits only the keys above"),
     }
     tracing::trace!(key, version, client = ?header.client_id, "kafka request answered");
@@ -581,465 +581,6 @@ fn split_addr(addr: &str) -> (String, i32) {
             port.parse().unwrap_or(9092),
         ),
         None => (addr.to_string(), 9092),
-    }
-}
-
-async fn metadata(engine: &dyn Engine, opts: Options, version: i16, req: MetadataRequest, w: &mut Writer) {
-    let nodes = engine.nodes();
-    let live: Vec<&crate::api::NodeInfo> = nodes.nodes.iter().filter(|n| n.live && !n.fenced).collect();
-    let brokers: Vec<Broker> = live
-        .iter()
-        .map(|n| {
-            let (host, port) = split_addr(&n.kafka_addr);
-            Broker {
-                node_id: broker_id(&n.node_id),
-                host,
-                port,
-            }
-        })
-        .collect();
-    let controller = nodes
-        .lease_holder
-        .as_deref()
-        .map(broker_id)
-        .unwrap_or_else(|| broker_id(&engine.ready().node_id));
-    // Read-your-writes across nodes: a client that just created, grew or
-    // deleted a topic through another node (admin requests go to the
-    // controller) asks any broker next. Catch up with the metadata log
-    // first; if that fails, answer from the view we have.
-    let _ = engine.sync_metadata().await;
-    let (names, named) = match req.topics {
-        Some(t) => (t, true),
-        None => (engine.list_topics().into_iter().map(|t| t.name).collect(), false),
-    };
-    let mut topics = Vec::with_capacity(names.len());
-    for name in names {
-        let error = |error_code| MetadataTopic {
-            error_code,
-            name: name.clone(),
-            partitions: Vec::new(),
-        };
-        let topic = match engine.describe_topic(&name) {
-            Ok(d) => MetadataTopic {
-                error_code: code::NONE,
-                name: name.clone(),
-                partitions: d
-                    .partition_info
-                    .iter()
-                    .map(|p| {
-                        let leader = p
-                            .owner
-                            .as_deref()
-                            .filter(|o| p.state == "open" && live.iter().any(|n| n.node_id == *o))
-                            .map(broker_id);
-                        MetadataPartition {
-                            error_code: if leader.is_some() {
-                                code::NONE
-                            } else {
-                                code::LEADER_NOT_AVAILABLE
-                            },
-                            partition: p.partition as i32,
-                            leader: leader.unwrap_or(-1),
-                            leader_epoch: i32::try_from(p.stream_epoch.get()).unwrap_or(i32::MAX),
-                        }
-                    })
-                    .collect(),
-            },
-            Err(e) if e.code == ErrorCode::TopicNotFound => {
-                if named && opts.auto_create_topics && req.allow_auto_topic_creation {
-                    match engine.create_topic(&name, 1, Default::default()).await {
-                        Ok(_) => error(code::LEADER_NOT_AVAILABLE),
-                        Err(e) if e.code == ErrorCode::TopicExists => error(code::LEADER_NOT_AVAILABLE),
-                        Err(e) if e.code == ErrorCode::InvalidTopicName => error(code::INVALID_TOPIC_EXCEPTION),
-                        Err(e) if e.code == ErrorCode::Forbidden => error(code::TOPIC_AUTHORIZATION_FAILED),
-                        Err(e) => {
-                            tracing::info!(topic = %name, error = %e, "auto-create failed");
-                            error(code::LEADER_NOT_AVAILABLE)
-                        }
-                    }
-                } else {
-                    error(code::UNKNOWN_TOPIC_OR_PARTITION)
-                }
-            }
-            Err(e) => error(error_code(&e)),
-        };
-        topics.push(topic);
-    }
-    encode_metadata(w, version, &brokers, controller, admin::CLUSTER_ID, &topics);
-}
-
-// ------------------------------------------------------------ Produce
-
-async fn produce(engine: &dyn Engine, req: ProduceRequest) -> Vec<(String, Vec<ProducePartitionResponse>)> {
-    let request_error = if req.transactional_id.is_some() {
-        Some((code::INVALID_REQUEST, "transactions are not supported"))
-    } else if !matches!(req.acks, -1..=1) {
-        Some((code::INVALID_REQUIRED_ACKS, "acks must be -1, 0 or 1"))
-    } else {
-        None
-    };
-    // Every partition of every topic at once: polling this future once
-    // assigns all of the request's offsets (the connection relies on it).
-    let counts: Vec<(String, usize)> = req.topics.iter().map(|(t, p)| (t.clone(), p.len())).collect();
-    let all = req
-        .topics
-        .into_iter()
-        .flat_map(|(topic, parts)| parts.into_iter().map(move |(p, records)| (topic.clone(), p, records)));
-    let mut answers = futures::future::join_all(all.map(|(topic, partition, records)| async move {
-        if let Some((error_code, message)) = request_error {
-            return produce_error(partition, error_code, message.to_string());
-        }
-        produce_partition(engine, &topic, partition, records).await
-    }))
-    .await
-    .into_iter();
-    counts
-        .into_iter()
-        .map(|(topic, n)| (topic, answers.by_ref().take(n).collect()))
-        .collect()
-}
-
-fn produce_error(partition: i32, error_code: i16, message: String) -> ProducePartitionResponse {
-    ProducePartitionResponse {
-        partition,
-        error_code,
-        base_offset: -1,
-        log_start_offset: -1,
-        error_message: Some(message),
-    }
-}
-
-/// Validates every batch of one partition's records (nothing is appended
-/// unless all are valid), then appends them in order.
-pub async fn produce_partition(
-    engine: &dyn Engine,
-    topic: &str,
-    partition: i32,
-    records: Option<Bytes>,
-) -> ProducePartitionResponse {
-    let fail = |error_code, message: String| produce_error(partition, error_code, message);
-    let Ok(p) = u32::try_from(partition) else {
-        return fail(code::UNKNOWN_TOPIC_OR_PARTITION, format!("partition {partition}"));
-    };
-    let records = match records {
-        Some(r) if !r.is_empty() => r,
-        _ => return fail(code::CORRUPT_MESSAGE, "no records".into()),
-    };
-    let limits = engine.limits();
-    if records.len() > limits.max_request_bytes {
-        return fail(
-            code::MESSAGE_TOO_LARGE,
-            format!(
-                "{} bytes of records (limit {})",
-                records.len(),
-                limits.max_request_bytes
-            ),
-        );
-    }
-    let mut to_append = Vec::new();
-    for batch in crate::stream::batch::batches("produce", &records) {
-        let (info, raw) = match batch {
-            Ok(b) => b,
-            Err(e) => return fail(code::CORRUPT_MESSAGE, e.to_string()),
-        };
-        if info.is_transactional || info.is_control {
-            return fail(code::INVALID_RECORD, "transactional batches are not supported".into());
-        }
-        match crate::stream::batch::decode_records("produce", raw) {
-            Ok(rs) => {
-                if let Some(big) = rs
-                    .iter()
-                    .map(|(_, r)| crate::stream::partition::record_size(r))
-                    .find(|&n| n > limits.max_record_bytes)
-                {
-                    return fail(
-                        code::MESSAGE_TOO_LARGE,
-                        format!("a {big}-byte record (limit {})", limits.max_record_bytes),
-                    );
-                }
-            }
-            Err(e) => return fail(code::CORRUPT_MESSAGE, e.to_string()),
-        }
-        to_append.push(records.slice_ref(raw));
-    }
-    // All batches are handed to the engine at once, in order, so their
-    // offsets are assigned on this future's first poll.
-    let appended =
-        futures::future::join_all(to_append.into_iter().map(|batch| engine.append_batch(topic, p, batch))).await;
-    let mut base = None;
-    for a in appended {
-        match a {
-            Ok(a) => {
-                base.get_or_insert(a.base);
-            }
-            Err(e) => return fail(error_code(&e), e.message),
-        }
-    }
-    ProducePartitionResponse {
-        partition,
-        error_code: code::NONE,
-        base_offset: base.map_or(-1, |b| b.get() as i64),
-        log_start_offset: -1,
-        error_message: None,
-    }
-}
-
-// ------------------------------------------------------------ Fetch
-
-/// A request's current leader epoch (-1 = not given) against the stream
-/// epoch: older → `FENCED_LEADER_EPOCH`, newer → `UNKNOWN_LEADER_EPOCH`.
-pub fn check_leader_epoch(requested: i32, stream_epoch: u64) -> Option<i16> {
-    let requested = u64::try_from(requested).ok()?;
-    match requested.cmp(&stream_epoch) {
-        std::cmp::Ordering::Less => Some(code::FENCED_LEADER_EPOCH),
-        std::cmp::Ordering::Greater => Some(code::UNKNOWN_LEADER_EPOCH),
-        std::cmp::Ordering::Equal => None,
-    }
-}
-
-fn stream_epoch(engine: &dyn Engine, topic: &str, partition: u32) -> Option<u64> {
-    let d = engine.describe_topic(topic).ok()?;
-    let p = d.partition_info.iter().find(|p| p.partition == partition)?;
-    Some(p.stream_epoch.get())
-}
-
-fn fetch_error(partition: i32, error_code: i16) -> FetchPartitionResponse {
-    FetchPartitionResponse {
-        partition,
-        error_code,
-        high_watermark: -1,
-        log_start_offset: -1,
-        batches: Vec::new(),
-    }
-}
-
-/// One read of every partition of `req`, at most `max_bytes` of batches in
-/// all (past the first batch, which is always returned so a consumer can
-/// make progress, as on Kafka).
-async fn fetch_pass(
-    engine: &dyn Engine,
-    req: &FetchRequest,
-    max_bytes: usize,
-) -> Vec<(String, Vec<FetchPartitionResponse>)> {
-    let mut budget = max_bytes;
-    let mut any = false;
-    let mut out = Vec::with_capacity(req.topics.len());
-    for (topic, parts) in &req.topics {
-        let mut answers = Vec::with_capacity(parts.len());
-        for fp in parts {
-            let (Ok(p), Ok(from)) = (u32::try_from(fp.partition), u64::try_from(fp.fetch_offset)) else {
-                answers.push(fetch_error(fp.partition, code::UNKNOWN_TOPIC_OR_PARTITION));
-                continue;
-            };
-            if fp.current_leader_epoch >= 0 {
-                let epoch = stream_epoch(engine, topic, p);
-                if let Some(error) = epoch.and_then(|e| check_leader_epoch(fp.current_leader_epoch, e)) {
-                    answers.push(fetch_error(fp.partition, error));
-                    continue;
-                }
-            }
-            let max = usize::try_from(fp.partition_max_bytes).unwrap_or(0).min(budget);
-            match engine.read_batches(topic, p, Offset(from), max, Duration::ZERO).await {
-                Ok(read) => {
-                    let mut batches = read.batches;
-                    if any {
-                        // The engine returns a partition's first batch even
-                        // past `max`; only the answer's first may be.
-                        let mut used = 0;
-                        let fit = batches
-                            .iter()
-                            .take_while(|b| {
-                                used += b.len();
-                                used <= max
-                            })
-                            .count();
-                        batches.truncate(fit);
-                    }
-                    let n: usize = batches.iter().map(|b| b.len()).sum();
-                    any |= n > 0;
-                    budget = budget.saturating_sub(n);
-                    answers.push(FetchPartitionResponse {
-                        partition: fp.partition,
-                        error_code: code::NONE,
-                        high_watermark: read.high_watermark.get() as i64,
-                        log_start_offset: read.start_offset.get() as i64,
-                        batches,
-                    });
-                }
-                Err(e) => {
-                    let mut a = fetch_error(fp.partition, error_code(&e));
-                    if let Some(start) = e.start_offset {
-                        a.log_start_offset = start.get() as i64;
-                    }
-                    answers.push(a);
-                }
-            }
-        }
-        out.push((topic.clone(), answers));
-    }
-    out
-}
-
-/// A Fetch: one pass over its partitions, and if that has fewer than
-/// `min_bytes` and the client may wait, a wait for records on any partition
-/// that had none, then a fresh pass. Both passes are bounded by the
-/// request's `max_bytes` and the node's `cap` (`--kafka-fetch-max-bytes`),
-/// and the first pass's batches are dropped before waiting, so a waiting
-/// Fetch holds no records. A partition named twice is fetched once
-/// ([`FetchRequest::merge_duplicates`]). `None` when `still_logged_in` says
-/// no after the wait: the connection is closed rather than answered.
-async fn fetch(
-    engine: &dyn Engine,
-    req: FetchRequest,
-    cap: usize,
-    still_logged_in: &(dyn Fn() -> bool + Sync),
-) -> Option<Vec<(String, Vec<FetchPartitionResponse>)>> {
-    let req = req.merge_duplicates();
-    let max_bytes = usize::try_from(req.max_bytes).unwrap_or(0).min(cap);
-    let first = fetch_pass(engine, &req, max_bytes).await;
-    let bytes: usize = first
-        .iter()
-        .flat_map(|(_, ps)| ps.iter())
-        .flat_map(|p| p.batches.iter())
-        .map(|b| b.len())
-        .sum();
-    let wait = Duration::from_millis(u64::try_from(req.max_wait_ms).unwrap_or(0)).min(engine.limits().max_wait);
-    let errors = first
-        .iter()
-        .flat_map(|(_, ps)| ps.iter())
-        .any(|p| p.error_code != code::NONE);
-    // Answer at once with enough bytes, on any error, or when asked not to wait.
-    if wait.is_zero() || errors || bytes >= usize::try_from(req.min_bytes).unwrap_or(0) {
-        return Some(first);
-    }
-    // Nothing yet: wait until any partition that had nothing gets records,
-    // or the wait runs out, then answer with a fresh pass.
-    let mut waits = Vec::new();
-    for (topic, parts) in &first {
-        for a in parts
-            .iter()
-            .filter(|a| a.error_code == code::NONE && a.batches.is_empty())
-        {
-            let from = req
-                .topics
-                .iter()
-                .find(|(t, _)| t == topic)
-                .and_then(|(_, ps)| ps.iter().find(|p| p.partition == a.partition))
-                .map_or(0, |p| p.fetch_offset.max(0) as u64);
-            let topic = topic.clone();
-            let partition = a.partition as u32;
-            waits.push(Box::pin(async move {
-                let _ = engine.read_batches(&topic, partition, Offset(from), 1, wait).await;
-            }));
-        }
-    }
-    drop(first);
-    if waits.is_empty() {
-        tokio::time::sleep(wait).await;
-    } else {
-        futures::future::select_all(waits).await;
-    }
-    if !still_logged_in() {
-        return None;
-    }
-    Some(fetch_pass(engine, &req, max_bytes).await)
-}
-
-// ------------------------------------------------------------ ListOffsets
-
-const EARLIEST: i64 = -2;
-const LATEST: i64 = -1;
-
-async fn list_offsets(
-    engine: &dyn Engine,
-    req: ListOffsetsRequest,
-) -> Vec<(String, Vec<ListOffsetsPartitionResponse>)> {
-    let me = engine.ready().node_id;
-    let mut out = Vec::with_capacity(req.topics.len());
-    for (topic, parts) in req.topics {
-        let described = engine.describe_topic(&topic);
-        let mut answers = Vec::with_capacity(parts.len());
-        for (partition, requested_epoch, timestamp) in parts {
-            let fail = |error_code| ListOffsetsPartitionResponse {
-                partition,
-                error_code,
-                timestamp: -1,
-                offset: -1,
-                leader_epoch: -1,
-            };
-            let info = match &described {
-                Ok(d) => d
-                    .partition_info
-                    .iter()
-                    .find(|p| i64::from(p.partition) == i64::from(partition)),
-                Err(_) => None,
-            };
-            let Some(info) = info else {
-                answers.push(fail(code::UNKNOWN_TOPIC_OR_PARTITION));
-                continue;
-            };
-            if info.state != "open" || info.owner.as_deref() != Some(me.as_str()) {
-                answers.push(fail(code::NOT_LEADER_OR_FOLLOWER));
-                continue;
-            }
-            if let Some(error) = check_leader_epoch(requested_epoch, info.stream_epoch.get()) {
-                answers.push(fail(error));
-                continue;
-            }
-            let leader_epoch = i32::try_from(info.stream_epoch.get()).unwrap_or(i32::MAX);
-            let found = match timestamp {
-                EARLIEST => Ok((-1, info.start_offset.get() as i64)),
-                LATEST => Ok((-1, info.end_offset.get() as i64)),
-                ts => offset_for_timestamp(engine, &topic, info.partition, info.start_offset, ts).await,
-            };
-            answers.push(match found {
-                Ok((timestamp, offset)) => ListOffsetsPartitionResponse {
-                    partition,
-                    error_code: code::NONE,
-                    timestamp,
-                    offset,
-                    leader_epoch,
-                },
-                Err(e) => fail(error_code(&e)),
-            });
-        }
-        out.push((topic, answers));
-    }
-    out
-}
-
-/// The first record with a timestamp at or after `ts`: (its timestamp, its
-/// offset), or (-1, -1) when there is none. Scans batch headers from the
-/// start, decoding only the batch that holds the answer.
-pub async fn offset_for_timestamp(
-    engine: &dyn Engine,
-    topic: &str,
-    partition: u32,
-    start: Offset,
-    ts: i64,
-) -> Result<(i64, i64), ApiError> {
-    let mut from = start;
-    loop {
-        let read = engine
-            .read_batches(topic, partition, from, 1 << 20, Duration::ZERO)
-            .await?;
-        if read.batches.is_empty() {
-            return Ok((-1, -1));
-        }
-        for b in &read.batches {
-            let info = crate::stream::batch::parse_batch("stored batch", b)
-                .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?;
-            if info.max_timestamp >= ts && info.end_offset() > from {
-                if let Ok(records) = crate::stream::batch::decode_records("stored batch", b) {
-                    if let Some((o, r)) = records.iter().find(|(o, r)| *o >= from && r.timestamp_ms >= ts) {
-                        return Ok((r.timestamp_ms, o.get() as i64));
-                    }
-                } else {
-                    return Ok((info.max_timestamp, info.base_offset.max(from).get() as i64));
-                }
-            }
-            from = from.max(info.end_offset());
-        }
     }
 }
 

@@ -13,7 +13,7 @@
 //! connection within a second even if the client sends nothing.
 
 use super::wire::{DecodeError, DecodeResult, Reader, Writer};
-use crate::api::Engine;
+use crate::api::Tokens;
 use crate::auth::{AuthFailure, Principal, Secret};
 use bytes::{BufMut, Bytes};
 use std::sync::{Arc, Mutex};
@@ -76,10 +76,10 @@ pub enum Gate {
 
 impl Session {
     /// Decide what to do with a frame of api `key` before decoding it.
-    pub fn gate(&self, engine: &dyn Engine, key: i16, frame: &Bytes) -> Gate {
+    pub fn gate(&self, tokens: &dyn Tokens, key: i16, frame: &Bytes) -> Gate {
         let state = self.state.lock().unwrap().clone();
         if let State::Handshaken { raw: true } = state {
-            return match self.login(engine, frame) {
+            return match self.login(tokens, frame) {
                 Ok(()) => Gate::Raw(Bytes::new()),
                 Err(_) => Gate::Close("SASL/PLAIN (v0 framing) authentication failed"),
             };
@@ -90,11 +90,11 @@ impl Session {
         if key == super::proto::API_VERSIONS {
             return Gate::Serve(None);
         }
-        if !engine.auth_required() {
+        if !tokens.auth_required() {
             return Gate::Serve(None);
         }
         match state {
-            State::Authenticated(token) => match self.principal(engine, &token) {
+            State::Authenticated(token) => match self.principal(tokens, &token) {
                 Some(p) => Gate::Serve(Some(Arc::new(p))),
                 None => Gate::Close("the connection's token was revoked or expired"),
             },
@@ -112,13 +112,13 @@ impl Session {
 
     /// Check the login's token again, as a request would: a revoked or
     /// expired token fails the session.
-    pub fn recheck(&self, engine: &dyn Engine) -> Recheck {
-        if !engine.auth_required() {
+    pub fn recheck(&self, tokens: &dyn Tokens) -> Recheck {
+        if !tokens.auth_required() {
             return Recheck::Valid;
         }
         let state = self.state.lock().unwrap().clone();
         match state {
-            State::Authenticated(token) => match self.principal(engine, &token) {
+            State::Authenticated(token) => match self.principal(tokens, &token) {
                 Some(_) => Recheck::Valid,
                 None => Recheck::Revoked,
             },
@@ -128,8 +128,8 @@ impl Session {
 
     /// Who `token` is now; `None` (counted, and the session failed) if it
     /// no longer authenticates.
-    fn principal(&self, engine: &dyn Engine, token: &Secret) -> Option<Principal> {
-        match engine.authenticate(token.expose()) {
+    fn principal(&self, tokens: &dyn Tokens, token: &Secret) -> Option<Principal> {
+        match tokens.authenticate(token.expose()) {
             Ok(p) => Some(p),
             Err(f) => {
                 crate::auth::count_failure("kafka", f.reason());
@@ -160,7 +160,7 @@ impl Session {
 
     /// SaslAuthenticate: check a PLAIN message. A failure is answered with
     /// `SASL_AUTHENTICATION_FAILED`, and the next request closes the connection.
-    pub fn authenticate(&self, engine: &dyn Engine, version: i16, r: &mut Reader, w: &mut Writer) -> DecodeResult<()> {
+    pub fn authenticate(&self, tokens: &dyn Tokens, version: i16, r: &mut Reader, w: &mut Writer) -> DecodeResult<()> {
         let message = if version >= 2 {
             let len = r.uvarint()? as usize;
             let len = len.checked_sub(1).ok_or_else(|| decode_error(r, "null SASL bytes"))?;
@@ -175,7 +175,7 @@ impl Session {
         let (error, message) = if !handshaken {
             (ILLEGAL_SASL_STATE, Some("SaslHandshake with PLAIN must come first"))
         } else {
-            match self.login(engine, &message) {
+            match self.login(tokens, &message) {
                 Ok(()) => (super::code::NONE, None),
                 Err(f) => (SASL_AUTHENTICATION_FAILED, Some(f.public_message())),
             }
@@ -201,12 +201,12 @@ impl Session {
     }
 
     /// Check a PLAIN message and move to `Authenticated` or `Failed`.
-    fn login(&self, engine: &dyn Engine, message: &[u8]) -> Result<(), AuthFailure> {
+    fn login(&self, tokens: &dyn Tokens, message: &[u8]) -> Result<(), AuthFailure> {
         let result = parse_plain(message).and_then(|token| {
-            if !engine.auth_required() {
+            if !tokens.auth_required() {
                 return Ok(token);
             }
-            engine.authenticate(token.expose()).map(|p| {
+            tokens.authenticate(token.expose()).map(|p| {
                 tracing::debug!(token = %p.id, "kafka client authenticated");
                 token
             })

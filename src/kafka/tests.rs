@@ -2,9 +2,10 @@
 
 use super::wire::{Reader, Writer};
 use super::*;
-use crate::api::Limits;
+use crate::api::*;
 use crate::config::ServeArgs;
 use crate::http::tests::fake::FakeEngine;
+use crate::ids::Offset;
 use crate::node::{Backends, Node};
 use crate::stream::batch::{encode_batch, Record};
 use rand::{Rng, SeedableRng};
@@ -105,7 +106,7 @@ fn record(key: &str, value: &str, ts: i64) -> Record {
     }
 }
 
-async fn call(engine: &dyn Engine, frame: Bytes) -> Reader {
+async fn call(engine: &Services, frame: Bytes) -> Reader {
     let resp = handle(engine, OPTS, frame).await.unwrap().expect("a response");
     let mut r = Reader::new(resp);
     r.i32().unwrap(); // correlation id
@@ -216,9 +217,9 @@ async fn node_on(id: &str, backends: Backends, extra: &[&str]) -> Arc<Node> {
     Node::start_with(config, backends).await.unwrap()
 }
 
-async fn wait_open(engine: &dyn Engine, topic: &str) {
+async fn wait_open(engine: &Services, topic: &str) {
     for _ in 0..300 {
-        if let Ok(d) = engine.describe_topic(topic) {
+        if let Ok(d) = engine.topics.describe_topic(topic) {
             if d.partition_info.iter().all(|p| p.state == "open") {
                 return;
             }
@@ -253,21 +254,21 @@ async fn random_and_lying_frames_never_panic() {
         ..FakeEngine::default_limits()
     };
     let engine = FakeEngine::new(limits);
-    fuzz(engine.as_ref(), 20_000).await;
+    fuzz(&Services::from(engine.clone()), 20_000).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn random_frames_against_a_real_node_never_panic() {
     let node = node_with(&["--max-wait-ms", "1"]).await;
     node.create_topic("t", 1, Default::default()).await.unwrap();
-    wait_open(node.as_ref(), "t").await;
-    fuzz(node.as_ref(), 3_000).await;
+    wait_open(&node.services(), "t").await;
+    fuzz(&node.services(), 3_000).await;
     assert!(node.ready().ready, "the node is still serving");
 }
 
 /// Feeds random, byte-flipped and truncated frames (and a lying Produce)
 /// to `handle`: errors are expected, panics are not.
-async fn fuzz(engine: &dyn Engine, rounds: u32) {
+async fn fuzz(engine: &Services, rounds: u32) {
     let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
     let lying = Bytes::from(lying_produce()[4..].to_vec());
     assert!(handle(engine, OPTS, lying).await.is_err());
@@ -318,7 +319,7 @@ async fn fuzz(engine: &dyn Engine, rounds: u32) {
 
 #[tokio::test]
 async fn a_lying_frame_closes_only_its_own_connection() {
-    let engine: Arc<dyn Engine> = FakeEngine::new(FakeEngine::default_limits());
+    let engine = FakeEngine::new(FakeEngine::default_limits());
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -382,7 +383,7 @@ async fn api_versions_advertises_exactly_what_is_implemented() {
     let engine = FakeEngine::new(FakeEngine::default_limits());
     for version in 0..=3 {
         let body: &[u8] = if version == 3 { &[1, 1, 0] } else { &[] };
-        let mut r = call(engine.as_ref(), request(API_VERSIONS, version, 1, body)).await;
+        let mut r = call(&Services::from(engine.clone()), request(API_VERSIONS, version, 1, body)).await;
         assert_eq!(r.i16().unwrap(), 0);
         let n = if version >= 3 {
             r.uvarint().unwrap() as usize - 1
@@ -406,7 +407,7 @@ async fn api_versions_advertises_exactly_what_is_implemented() {
         r.expect_end().unwrap();
     }
     // Too new: answered in v0 with UNSUPPORTED_VERSION and the table.
-    let mut r = call(engine.as_ref(), request(API_VERSIONS, 4, 1, &[])).await;
+    let mut r = call(&Services::from(engine.clone()), request(API_VERSIONS, 4, 1, &[])).await;
     assert_eq!(r.i16().unwrap(), code::UNSUPPORTED_VERSION);
     assert_eq!(r.array_len(6).unwrap(), SUPPORTED.len());
 }
@@ -414,7 +415,7 @@ async fn api_versions_advertises_exactly_what_is_implemented() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metadata_produce_fetch_and_list_offsets_over_a_node() {
     let node = node().await;
-    let engine: &dyn Engine = node.as_ref();
+    let engine = &node.services();
 
     // Metadata auto-creates a named topic; leaders appear once it is placed.
     let mut r = call(engine, request(METADATA, 8, 1, &metadata_body(&["auto"], true))).await;
@@ -423,7 +424,7 @@ async fn metadata_produce_fetch_and_list_offsets_over_a_node() {
     assert_eq!(r.i32().unwrap(), broker_id("n1"));
     assert_eq!(r.string().unwrap(), "kafka.example");
     assert_eq!(r.i32().unwrap(), 9093);
-    assert!(engine.describe_topic("auto").is_ok(), "auto-created");
+    assert!(engine.topics.describe_topic("auto").is_ok(), "auto-created");
     let mut r = call(engine, request(METADATA, 8, 1, &metadata_body(&["nope"], false))).await;
     skip_brokers(&mut r);
     assert_eq!(r.array_len(1).unwrap(), 1);
@@ -450,7 +451,7 @@ async fn metadata_produce_fetch_and_list_offsets_over_a_node() {
     // acks=0: appended, no response.
     let b3 = encode_batch(Offset(0), &[record("d", "4", 4000)]);
     assert!(handle(engine, OPTS, produce(&b3, 0)).await.unwrap().is_none());
-    let hw = engine.describe_topic("auto").unwrap().partition_info[0].end_offset;
+    let hw = engine.topics.describe_topic("auto").unwrap().partition_info[0].end_offset;
     assert_eq!(hw, Offset(4));
 
     // Bad batches: nothing appended.
@@ -485,7 +486,7 @@ async fn metadata_produce_fetch_and_list_offsets_over_a_node() {
         code::INVALID_REQUIRED_ACKS
     );
     assert_eq!(
-        engine.describe_topic("auto").unwrap().partition_info[0].end_offset,
+        engine.topics.describe_topic("auto").unwrap().partition_info[0].end_offset,
         Offset(4)
     );
 
@@ -523,7 +524,7 @@ async fn metadata_produce_fetch_and_list_offsets_over_a_node() {
             let started = tokio::time::Instant::now();
             let a = fetch_answer(
                 call(
-                    node.as_ref(),
+                    &node.services(),
                     request(FETCH, 11, 3, &fetch_body(10_000, "auto", 0, 4, 1000)),
                 )
                 .await,
@@ -591,8 +592,8 @@ async fn metadata_produce_fetch_and_list_offsets_over_a_node() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fetch_reads_flushed_data_objects_then_the_tail() {
     let node = node_with(&["--flush-bytes", "1"]).await;
-    let engine: &dyn Engine = node.as_ref();
-    engine.create_topic("f", 1, Default::default()).await.unwrap();
+    let engine = &node.services();
+    engine.topics.create_topic("f", 1, Default::default()).await.unwrap();
     wait_open(engine, "f").await;
     let produce = |i: i64| {
         let batch = encode_batch(Offset(0), &[record(&format!("k{i}"), &format!("v{i}"), 1000 * i)]);
@@ -648,7 +649,7 @@ async fn metadata_without_auto_create_reports_unknown_topics() {
         ..OPTS
     };
     let resp = handle(
-        engine.as_ref(),
+        &Services::from(engine.clone()),
         opts,
         request(METADATA, 8, 1, &metadata_body(&["new"], true)),
     )
@@ -675,8 +676,8 @@ async fn a_node_that_is_not_the_leader_says_so_and_metadata_names_the_owner() {
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     n1.create_topic("two", 2, Default::default()).await.unwrap();
-    wait_open(n1.as_ref(), "two").await;
-    wait_open(n2.as_ref(), "two").await;
+    wait_open(&n1.services(), "two").await;
+    wait_open(&n2.services(), "two").await;
     let batch = encode_batch(Offset(0), &[record("k", "v", 1)]);
     for p in n1.describe_topic("two").unwrap().partition_info {
         let owner = p.owner.unwrap();
@@ -684,23 +685,27 @@ async fn a_node_that_is_not_the_leader_says_so_and_metadata_names_the_owner() {
         let partition = p.partition as i32;
         let produce = request(PRODUCE, 8, 1, &produce_body(1, "two", partition, &batch));
         assert_eq!(
-            produce_answer(call(other.as_ref(), produce.clone()).await).0,
+            produce_answer(call(&other.services(), produce.clone()).await).0,
             code::NOT_LEADER_OR_FOLLOWER
         );
-        assert_eq!(produce_answer(call(owner_node.as_ref(), produce).await), (0, 0));
+        assert_eq!(produce_answer(call(&owner_node.services(), produce).await), (0, 0));
         let fetch = request(FETCH, 11, 2, &fetch_body(0, "two", partition, 0, 1000));
         assert_eq!(
-            fetch_answer(call(other.as_ref(), fetch).await).0,
+            fetch_answer(call(&other.services(), fetch).await).0,
             code::NOT_LEADER_OR_FOLLOWER
         );
         let lo = request(LIST_OFFSETS, 5, 3, &list_offsets_body("two", partition, -1));
         assert_eq!(
-            list_offsets_answer(call(other.as_ref(), lo).await).0,
+            list_offsets_answer(call(&other.services(), lo).await).0,
             code::NOT_LEADER_OR_FOLLOWER
         );
 
         // Either node's metadata names both brokers and the owner as leader.
-        let mut r = call(other.as_ref(), request(METADATA, 8, 4, &metadata_body(&["two"], false))).await;
+        let mut r = call(
+            &other.services(),
+            request(METADATA, 8, 4, &metadata_body(&["two"], false)),
+        )
+        .await;
         r.i32().unwrap();
         let mut brokers = Vec::new();
         for _ in 0..r.array_len(1).unwrap() {
@@ -743,7 +748,7 @@ async fn a_long_fetch_does_not_block_produce_on_another_connection() {
     use tokio::io::AsyncReadExt;
     let node = node().await;
     node.create_topic("lp", 1, Default::default()).await.unwrap();
-    wait_open(node.as_ref(), "lp").await;
+    wait_open(&node.services(), "lp").await;
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (_stop, stop_rx) = watch::channel(false);
@@ -935,7 +940,7 @@ async fn group_frames_against_a_real_node_never_panic() {
             let frame = request(key, version, 1, &f);
             let _ = tokio::time::timeout(
                 Duration::from_millis(200),
-                handle_in(node.as_ref(), &groups, OPTS, frame, "peer"),
+                handle_in(&node.services(), &groups, OPTS, frame, "peer"),
             )
             .await;
         }
@@ -952,7 +957,7 @@ async fn offsets_commit_through_the_metadata_log_and_fetch_from_the_view() {
         let node = node.clone();
         let groups = &groups;
         async move {
-            let resp = handle_in(node.as_ref(), groups, OPTS, request(key, version, 9, &body), "peer")
+            let resp = handle_in(&node.services(), groups, OPTS, request(key, version, 9, &body), "peer")
                 .await
                 .unwrap()
                 .unwrap();
@@ -1023,13 +1028,13 @@ async fn nodes_agree_on_the_coordinator_and_committed_offsets_are_in_every_view(
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
     n1.create_topic("t", 1, Default::default()).await.unwrap();
-    wait_open(n2.as_ref(), "t").await;
+    wait_open(&n2.services(), "t").await;
     // Groups hashed to each node: every node computes the same coordinator.
     let mut seen = std::collections::BTreeSet::new();
     for i in 0..20 {
         let group = format!("g{i}");
-        let c1 = coordinator::coordinator_of(n1.as_ref(), &group).unwrap();
-        assert_eq!(Some(&c1), coordinator::coordinator_of(n2.as_ref(), &group).as_ref());
+        let c1 = coordinator::coordinator_of(&n1.services(), &group).unwrap();
+        assert_eq!(Some(&c1), coordinator::coordinator_of(&n2.services(), &group).as_ref());
         seen.insert(c1.0.clone());
         let (coord, other) = if c1.0 == "n1" { (&n1, &n2) } else { (&n2, &n1) };
         let mut w = Writer::default();
@@ -1037,16 +1042,16 @@ async fn nodes_agree_on_the_coordinator_and_committed_offsets_are_in_every_view(
         w.i32(1);
         w.string("m");
         let heartbeat = request(HEARTBEAT, 1, 1, &w.buf);
-        let mut r = call(other.as_ref(), heartbeat.clone()).await;
+        let mut r = call(&other.services(), heartbeat.clone()).await;
         r.i32().unwrap();
         assert_eq!(r.i16().unwrap(), groups::code::NOT_COORDINATOR);
-        let mut r = call(coord.as_ref(), heartbeat).await;
+        let mut r = call(&coord.services(), heartbeat).await;
         r.i32().unwrap();
         assert_eq!(r.i16().unwrap(), groups::code::UNKNOWN_MEMBER_ID);
         if i == 0 {
             // A commit through the coordinator is in the other node's view too.
             call(
-                coord.as_ref(),
+                &coord.services(),
                 request(OFFSET_COMMIT, 7, 2, &offset_commit_body(&group, "t", 0, 42)),
             )
             .await;
@@ -1081,7 +1086,7 @@ async fn offset_commit_says_coordinator_not_available_while_the_metadata_store_i
         r.i32().unwrap();
         r.i16().unwrap()
     };
-    assert_eq!(error(call(node.as_ref(), commit(1)).await), code::NONE);
+    assert_eq!(error(call(&node.services(), commit(1)).await), code::NONE);
     log_store.set_unavailable(true);
     for _ in 0..600 {
         if !node.meta.reachable() {
@@ -1091,7 +1096,7 @@ async fn offset_commit_says_coordinator_not_available_while_the_metadata_store_i
     }
     assert!(!node.meta.reachable());
     assert_eq!(
-        error(call(node.as_ref(), commit(2)).await),
+        error(call(&node.services(), commit(2)).await),
         groups::code::COORDINATOR_NOT_AVAILABLE
     );
     assert_eq!(node.committed_offsets("g")[0].offset, 1, "still readable from the view");
@@ -1111,7 +1116,7 @@ fn init_producer_id_request(transactional_id: Option<&str>) -> Bytes {
     let mut w = Writer::default();
     w.nullable_string(transactional_id);
     w.i32(60_000);
-    request(producer::INIT_PRODUCER_ID, 1, 9, &w.buf)
+    request(producer_ids::INIT_PRODUCER_ID, 1, 9, &w.buf)
 }
 
 fn idempotent_batch(pid: i64, seq: i32, values: &[&str]) -> Bytes {
@@ -1119,13 +1124,13 @@ fn idempotent_batch(pid: i64, seq: i32, values: &[&str]) -> Bytes {
     crate::stream::batch::with_producer(&encode_batch(crate::ids::Offset(0), &records), pid, 0, seq)
 }
 
-async fn produce_idempotent(engine: &dyn Engine, topic: &str, pid: i64, seq: i32, values: &[&str]) -> (i16, i64) {
+async fn produce_idempotent(engine: &Services, topic: &str, pid: i64, seq: i32, values: &[&str]) -> (i16, i64) {
     let body = produce_body(-1, topic, 0, &idempotent_batch(pid, seq, values));
     produce_answer(call(engine, request(PRODUCE, 8, 3, &body)).await)
 }
 
 /// OffsetForLeaderEpoch v3 for partition 0: (error, leader epoch, end offset).
-async fn epoch_end(engine: &dyn Engine, topic: &str, current: i32, asked: i32) -> (i16, i32, i64) {
+async fn epoch_end(engine: &Services, topic: &str, current: i32, asked: i32) -> (i16, i32, i64) {
     let mut w = Writer::default();
     w.i32(-1);
     w.array_len(1);
@@ -1134,7 +1139,7 @@ async fn epoch_end(engine: &dyn Engine, topic: &str, current: i32, asked: i32) -
     w.i32(0);
     w.i32(current);
     w.i32(asked);
-    let mut r = call(engine, request(producer::OFFSET_FOR_LEADER_EPOCH, 3, 4, &w.buf)).await;
+    let mut r = call(engine, request(leader_epoch::OFFSET_FOR_LEADER_EPOCH, 3, 4, &w.buf)).await;
     r.i32().unwrap();
     assert_eq!(r.array_len(1).unwrap(), 1);
     assert_eq!(r.string().unwrap(), topic);
@@ -1147,8 +1152,8 @@ async fn epoch_end(engine: &dyn Engine, topic: &str, current: i32, asked: i32) -
 #[tokio::test]
 async fn idempotent_produce_dedups_retries_and_refuses_gaps() {
     let node = node().await;
-    let engine: &dyn Engine = node.as_ref();
-    engine.create_topic("idem", 1, Default::default()).await.unwrap();
+    let engine = &node.services();
+    engine.topics.create_topic("idem", 1, Default::default()).await.unwrap();
     wait_open(engine, "idem").await;
     let (error, pid, epoch) = init_producer_id(&mut call(engine, init_producer_id_request(None)).await);
     assert_eq!((error, epoch), (code::NONE, 0));
@@ -1182,7 +1187,7 @@ async fn idempotent_produce_dedups_retries_and_refuses_gaps() {
         (code::NONE, 3)
     );
     assert_eq!(
-        engine.describe_topic("idem").unwrap().partition_info[0]
+        engine.topics.describe_topic("idem").unwrap().partition_info[0]
             .end_offset
             .get(),
         4
@@ -1194,18 +1199,18 @@ async fn producer_state_and_epoch_history_survive_a_crash_of_the_owner() {
     let backends = memory_backends();
     let n1 = node_on("n1", backends.clone(), &[]).await;
     n1.create_topic("idem", 1, Default::default()).await.unwrap();
-    wait_open(n1.as_ref(), "idem").await;
+    wait_open(&n1.services(), "idem").await;
     let n2 = node_on("n2", backends, &[]).await;
-    let (_, pid, _) = init_producer_id(&mut call(n1.as_ref(), init_producer_id_request(None)).await);
+    let (_, pid, _) = init_producer_id(&mut call(&n1.services(), init_producer_id_request(None)).await);
     assert_eq!(
-        produce_idempotent(n1.as_ref(), "idem", pid, 0, &["a", "b"]).await,
+        produce_idempotent(&n1.services(), "idem", pid, 0, &["a", "b"]).await,
         (code::NONE, 0)
     );
     assert_eq!(
-        produce_idempotent(n1.as_ref(), "idem", pid, 2, &["c"]).await,
+        produce_idempotent(&n1.services(), "idem", pid, 2, &["c"]).await,
         (code::NONE, 2)
     );
-    assert_eq!(epoch_end(n1.as_ref(), "idem", -1, 1).await, (code::NONE, 1, 3));
+    assert_eq!(epoch_end(&n1.services(), "idem", -1, 1).await, (code::NONE, 1, 3));
 
     // The owner dies with both batches only in its WAL; n2 takes over.
     n1.crash();
@@ -1219,7 +1224,7 @@ async fn producer_state_and_epoch_history_survive_a_crash_of_the_owner() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(moved, "n2 took the stream over");
-    let engine: &dyn Engine = n2.as_ref();
+    let engine = &n2.services();
     // The producer retries its last batch on the new owner: same offsets.
     assert_eq!(
         produce_idempotent(engine, "idem", pid, 2, &["c"]).await,
@@ -1249,12 +1254,12 @@ async fn pipelined_produce_requests_are_assigned_and_answered_in_order() {
     use tokio::io::AsyncReadExt;
     let node = node().await;
     node.create_topic("pipe", 2, Default::default()).await.unwrap();
-    wait_open(node.as_ref(), "pipe").await;
+    wait_open(&node.services(), "pipe").await;
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (_stop, stop_rx) = watch::channel(false);
     tokio::spawn(serve(node.clone(), listener, OPTS, stop_rx));
-    let (_, pid, _) = init_producer_id(&mut call(node.as_ref(), init_producer_id_request(None)).await);
+    let (_, pid, _) = init_producer_id(&mut call(&node.services(), init_producer_id_request(None)).await);
     let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
     // 100 requests written back to back, without waiting for any answer:
     // idempotent batches with consecutive sequences, then a Metadata
@@ -1364,8 +1369,8 @@ fn repeated_fetch_body(topic: &str, partition: i32, times: usize, max_bytes: i32
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fetch_answer_is_capped_and_names_a_repeated_partition_once() {
     let node = node().await;
-    let engine: &dyn Engine = node.as_ref();
-    engine.create_topic("f", 1, Default::default()).await.unwrap();
+    let engine = &node.services();
+    engine.topics.create_topic("f", 1, Default::default()).await.unwrap();
     wait_open(engine, "f").await;
     let value = "v".repeat(600);
     for i in 0..20 {
@@ -1411,8 +1416,8 @@ async fn a_fetch_answer_is_capped_and_names_a_repeated_partition_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_fetch_cap_holds_across_partitions_and_only_the_first_batch_may_exceed_it() {
     let node = node().await;
-    let engine: &dyn Engine = node.as_ref();
-    engine.create_topic("m", 3, Default::default()).await.unwrap();
+    let engine = &node.services();
+    engine.topics.create_topic("m", 3, Default::default()).await.unwrap();
     wait_open(engine, "m").await;
     let value = "v".repeat(600);
     for p in 0..3 {
@@ -1482,15 +1487,13 @@ async fn an_unauthorized_delete_groups_is_refused_per_group_and_changes_nothing(
     use crate::auth::{Op, Principal, Scope};
     let node = node().await;
     node.create_topic("t", 1, Default::default()).await.unwrap();
-    wait_open(node.as_ref(), "t").await;
+    wait_open(&node.services(), "t").await;
     let groups = Groups::new();
-    let as_principal = |scopes: Vec<Scope>| authz::Scoped {
-        inner: node.clone(),
-        principal: Arc::new(Principal { id: "p".into(), scopes }),
-    };
+    let as_principal =
+        |scopes: Vec<Scope>| authz::scoped(&node.services(), Arc::new(Principal { id: "p".into(), scopes }));
     let reader = as_principal(vec![Scope::new("t", &[Op::Read])]);
     let admin = as_principal(vec![Scope::new("t", &[Op::Admin, Op::Read])]);
-    async fn call_as(engine: &dyn Engine, groups: &Groups, key: i16, version: i16, body: Vec<u8>) -> Reader {
+    async fn call_as(engine: &Services, groups: &Groups, key: i16, version: i16, body: Vec<u8>) -> Reader {
         let frame = request(key, version, 9, &body);
         let resp = handle_in(engine, groups, OPTS, frame, "peer").await.unwrap().unwrap();
         let mut r = Reader::new(resp);

@@ -1,7 +1,7 @@
 //! A node: one `sluice serve` process. It registers at a new epoch, runs its
 //! control loops (heartbeat, view reconciliation, flusher, and the lease
 //! holder's duties), and serves its open streams to the front doors through
-//! the [`Engine`](crate::api::Engine) trait.
+//! the capability traits of [`crate::api`] (see `engine/`).
 
 mod engine;
 pub mod flusher;

@@ -35,7 +35,8 @@ impl Reader {
     /// `Ok` when the caller may read every topic `found` is read from.
     pub fn check(&self, st: &DsState, found: &Found) -> Result<(), DsError> {
         let topics = found.segments.iter().map(|s| s.topic.as_str());
-        crate::http::auth::still_allowed(st.engine.as_ref(), self.token.as_deref(), topics).map_err(DsError::from)
+        crate::http::auth::still_allowed(st.engine.tokens.as_ref(), self.token.as_deref(), topics)
+            .map_err(DsError::from)
     }
 
     /// `f` run as this caller: forwarded reads carry its token.

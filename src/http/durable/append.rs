@@ -158,7 +158,7 @@ async fn append_locked(st: &DsState, found: Found, req: Request) -> Result<Respo
     let next = if records.is_empty() {
         stream::tail(st, &found).await?
     } else {
-        let a = st.engine.append(&found.topic, 0, to_records(records)).await?;
+        let a = st.engine.records.append(&found.topic, 0, to_records(records)).await?;
         Offset(found.base() + a.base.get() + u64::from(a.count))
     };
     let mut updates = Vec::new();

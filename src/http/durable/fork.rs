@@ -276,7 +276,7 @@ pub(crate) async fn read(
                 Duration::ZERO
             },
         };
-        let r = match st.engine.read(&seg.topic, 0, req).await {
+        let r = match st.engine.records.read(&seg.topic, 0, req).await {
             Ok(r) => r,
             Err(e) => {
                 let gone = matches!((topic_from, e.start_offset), (ReadFrom::At(o), Some(s)) if o < s);

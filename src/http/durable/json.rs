@@ -89,7 +89,7 @@ fn trimmed(body: &Bytes, mut from: usize, mut to: usize) -> Bytes {
 /// [`RECORD_OVERHEAD`](crate::http::RECORD_OVERHEAD) bytes against
 /// `--max-request-bytes`, like a record of a native JSON append.
 pub(crate) fn max_messages(st: &super::DsState) -> usize {
-    (st.engine.limits().max_request_bytes / crate::http::RECORD_OVERHEAD).max(1)
+    (st.engine.limits.max_request_bytes / crate::http::RECORD_OVERHEAD).max(1)
 }
 
 /// The 413 for a body of more than `max` messages.

@@ -228,9 +228,9 @@ pub async fn create(
             durable: Some(meta),
             ..Default::default()
         };
-        match st.engine.create_topic(&topic, 1, config).await {
+        match st.engine.topics.create_topic(&topic, 1, config).await {
             Ok(_) => {
-                let _ = st.engine.sync_metadata().await;
+                let _ = st.engine.cluster.sync_metadata().await;
                 created = true;
                 plan = Some(p);
             }
@@ -253,7 +253,7 @@ pub async fn create(
     stream::wait_open(st, &topic).await?;
     let mut tail = base;
     if !records.is_empty() {
-        let a = st.engine.append(&topic, 0, append::to_records(records)).await?;
+        let a = st.engine.records.append(&topic, 0, append::to_records(records)).await?;
         tail = Offset(base.get() + a.base.get() + u64::from(a.count));
     }
     if close {
@@ -289,9 +289,9 @@ pub async fn head(st: &DsState, path: &str) -> Result<Response, DsError> {
 
 pub async fn delete(st: &DsState, path: &str) -> Result<Response, DsError> {
     let found = stream::find(st, path).await?;
-    match st.engine.delete_topic(&found.topic).await {
+    match st.engine.topics.delete_topic(&found.topic).await {
         Ok(()) => {
-            let _ = st.engine.sync_metadata().await;
+            let _ = st.engine.cluster.sync_metadata().await;
             Ok(Reply::new(StatusCode::NO_CONTENT).build())
         }
         Err(e) if e.code == ErrorCode::TopicNotFound => Err(DsError::not_found(path)),

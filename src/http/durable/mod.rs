@@ -4,9 +4,10 @@
 //! its protocol state (content type, lifetime, closure, writer positions)
 //! is a [`DurableMeta`](crate::meta::durable::DurableMeta) in the topic's
 //! configuration, so it lives in the metadata log like any topic setting.
-//! Records are appended and read through the [`Engine`](crate::api::Engine)
-//! like any other, so durability, routing from any node and failover are
-//! those of every stream. User guide: `docs/durable-streams.md`.
+//! Records are appended and read through the
+//! [`Records`](crate::api::Records) capability like any other, so
+//! durability, routing from any node and failover are those of every
+//! stream. User guide: `docs/durable-streams.md`.
 //!
 //! # Layout
 //!
@@ -40,7 +41,7 @@ mod sse;
 mod stream;
 pub mod time;
 
-use crate::api::Engine;
+use crate::api::Services;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, Method, Uri};
 use axum::response::Response;
@@ -54,7 +55,7 @@ use std::sync::{Arc, Mutex, Weak};
 pub const ROUTE: &str = "/v1/stream/{*path}";
 
 pub(crate) struct DsState {
-    pub engine: Arc<dyn Engine>,
+    pub engine: Services,
     /// Appends to one stream through this node are serialized, so the
     /// sequence, producer and closure checks see every earlier append's
     /// effect. (Writers going through different nodes are not ordered by
@@ -78,8 +79,8 @@ impl DsState {
 type Ds = Arc<DsState>;
 
 /// The protocol's routes over `engine`.
-pub fn router(engine: Arc<dyn Engine>) -> Router {
-    let guard = axum::middleware::from_fn_with_state(engine.clone(), super::auth::authorize_durable);
+pub fn router(engine: Services) -> Router {
+    let guard = axum::middleware::from_fn_with_state(engine.tokens.clone(), super::auth::authorize_durable);
     let state = Arc::new(DsState {
         engine,
         locks: Mutex::new(HashMap::new()),
@@ -137,7 +138,7 @@ async fn dispatch(
     body: axum::body::Body,
 ) -> Response {
     let body = match method {
-        Method::PUT | Method::POST => read_body(body, st.engine.limits().max_request_bytes).await,
+        Method::PUT | Method::POST => read_body(body, st.engine.limits.max_request_bytes).await,
         _ => Ok(axum::body::Bytes::new()),
     };
     let result = match method {

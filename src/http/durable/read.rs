@@ -117,7 +117,7 @@ pub async fn read_once(
     wait: Duration,
 ) -> Result<ReadResult, DsError> {
     reader.check(st, found)?;
-    let max_bytes = READ_BYTES.min(st.engine.limits().max_read_bytes);
+    let max_bytes = READ_BYTES.min(st.engine.limits.max_read_bytes);
     let r = reader
         .scoped(fork::read(st, &found.segments, from, wait, READ_RECORDS, max_bytes))
         .await?;

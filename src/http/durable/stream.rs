@@ -49,7 +49,7 @@ pub async fn lookup(st: &DsState, path: &str) -> Result<Lookup, DsError> {
     let topic = topic(path)?;
     // Perhaps created through another node a moment ago: the engine
     // catches up with the metadata log before it says the topic is missing.
-    let desc = match st.engine.describe_topic_current(&topic).await {
+    let desc = match st.engine.topics.describe_topic_current(&topic).await {
         Ok(d) => d,
         Err(e) if e.code == ErrorCode::TopicNotFound => return Ok(Lookup::Missing),
         Err(e) => return Err(e.into()),
@@ -62,9 +62,9 @@ pub async fn lookup(st: &DsState, path: &str) -> Result<Lookup, DsError> {
     }
     if meta.expired(now_ms()) {
         // Deleted, or only marked deleted while forks read it.
-        match st.engine.delete_topic(&topic).await {
+        match st.engine.topics.delete_topic(&topic).await {
             Ok(()) => {
-                let _ = st.engine.sync_metadata().await;
+                let _ = st.engine.cluster.sync_metadata().await;
             }
             Err(e) if e.code == ErrorCode::TopicNotFound => {}
             Err(e) => tracing::warn!(%topic, error = %e.message, "expired stream not deleted yet"),
@@ -85,7 +85,7 @@ pub async fn lookup(st: &DsState, path: &str) -> Result<Lookup, DsError> {
 /// node's view: a view that has a fork has its sources (they are created
 /// first and kept while it exists).
 pub fn segments(st: &DsState, topic: &str, meta: &DurableMeta) -> Result<Vec<Segment>, DsError> {
-    let source = |t: &str| st.engine.describe_topic(t).ok().and_then(|d| d.config.durable);
+    let source = |t: &str| st.engine.topics.describe_topic(t).ok().and_then(|d| d.config.durable);
     fork::chain(topic, meta, &source).map_err(|e| DsError::new(axum::http::StatusCode::INTERNAL_SERVER_ERROR, e))
 }
 
@@ -115,7 +115,7 @@ pub async fn topic_tail(st: &DsState, topic: &str) -> Result<Offset, DsError> {
         max_bytes: 1,
         wait: Duration::ZERO,
     };
-    Ok(st.engine.read(topic, 0, req).await?.next_offset)
+    Ok(st.engine.records.read(topic, 0, req).await?.next_offset)
 }
 
 /// Waits until the stream has an owner (a new topic is placed shortly
@@ -125,7 +125,7 @@ pub async fn wait_open(st: &DsState, topic: &str) -> Result<(), DsError> {
     let mut pause = Duration::from_millis(2);
     loop {
         // Just created through this node, the topic may not be in its view yet.
-        let desc = match st.engine.describe_topic(topic) {
+        let desc = match st.engine.topics.describe_topic(topic) {
             Ok(d) => Some(d),
             Err(e) if e.code == ErrorCode::TopicNotFound => None,
             Err(e) => return Err(e.into()),
@@ -148,7 +148,7 @@ pub async fn wait_open(st: &DsState, topic: &str) -> Result<(), DsError> {
         }
         tokio::time::sleep(pause).await;
         pause = (pause * 2).min(Duration::from_millis(50));
-        let _ = st.engine.sync_metadata().await;
+        let _ = st.engine.cluster.sync_metadata().await;
     }
 }
 
@@ -158,9 +158,9 @@ pub async fn update(st: &DsState, topic: &str, updates: Vec<DurableUpdate>) -> R
         return Ok(());
     }
     let updates = updates.into_iter().map(ConfigUpdate::Durable).collect();
-    st.engine.alter_topic_config(topic, updates).await?;
+    st.engine.topics.alter_topic_config(topic, updates).await?;
     // Later requests through this node see the change.
-    let _ = st.engine.sync_metadata().await;
+    let _ = st.engine.cluster.sync_metadata().await;
     Ok(())
 }
 

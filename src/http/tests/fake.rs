@@ -1,11 +1,15 @@
-//! An in-memory [`Engine`] for testing the front doors: a `Vec` of records
-//! per partition, honest offsets, long poll through [`Notify`], and knobs to
-//! inject failures. Not a model of a node: no durability, no ownership.
+//! An in-memory backend of every capability for testing the front doors: a
+//! `Vec` of records per partition, honest offsets, long poll through
+//! [`Notify`], and knobs to inject failures. Not a model of a node: no
+//! durability, no ownership, no raw batches, consumer groups, producer ids
+//! or tokens (those calls are refused explicitly, with the code a caller
+//! would see from a node that lacks them).
 
 use crate::api::*;
+use crate::auth::{AuthFailure, IssuedToken, NewToken, Principal, TokenInfo};
 use crate::ids::{NodeEpoch, Offset, StreamEpoch};
 use crate::meta::view::validate_topic_name;
-use crate::meta::TopicConfig;
+use crate::meta::{ConfigUpdate, TopicConfig};
 use crate::stream::batch::Record;
 use async_trait::async_trait;
 use std::collections::BTreeMap;
@@ -149,12 +153,20 @@ fn collect(log: &Log, from: u64, req: &ReadRequest) -> ReadResult {
     }
 }
 
-#[async_trait]
-impl Engine for FakeEngine {
-    fn limits(&self) -> Limits {
-        self.limits
-    }
+/// What the fake cannot do, answered as the old engine default did.
+fn unsupported(what: &str) -> ApiError {
+    ApiError::new(ErrorCode::NotFound, format!("{what} are not supported here"))
+}
 
+impl From<Arc<FakeEngine>> for Services {
+    fn from(fake: Arc<FakeEngine>) -> Self {
+        let limits = fake.limits;
+        Services::of(fake, limits)
+    }
+}
+
+#[async_trait]
+impl Topics for FakeEngine {
     async fn create_topic(&self, name: &str, partitions: u32, config: TopicConfig) -> ApiResult<TopicSummary> {
         validate_topic_name(name).map_err(|m| ApiError::new(ErrorCode::InvalidTopicName, m))?;
         let mut topics = self.topics.lock().unwrap();
@@ -230,6 +242,25 @@ impl Engine for FakeEngine {
             .ok_or_else(|| ApiError::new(ErrorCode::TopicNotFound, format!("no topic {topic}")))
     }
 
+    async fn describe_topic_current(&self, name: &str) -> ApiResult<TopicDescription> {
+        self.describe_topic(name)
+    }
+
+    async fn partitions_current(&self, topic: &str) -> ApiResult<u32> {
+        self.partitions(topic)
+    }
+
+    async fn add_partitions(&self, _name: &str, _partitions: u32) -> ApiResult<()> {
+        Err(unsupported("adding partitions"))
+    }
+
+    async fn alter_topic_config(&self, _name: &str, _updates: Vec<ConfigUpdate>) -> ApiResult<TopicConfig> {
+        Err(unsupported("altering topic configs"))
+    }
+}
+
+#[async_trait]
+impl Records for FakeEngine {
     async fn append(&self, topic: &str, partition: u32, records: Vec<Record>) -> ApiResult<Appended> {
         assert!(!records.is_empty(), "the front door must not send empty appends");
         let part = self.partition(topic, partition)?;
@@ -286,6 +317,83 @@ impl Engine for FakeEngine {
         }
     }
 
+    async fn append_batch(&self, _topic: &str, _partition: u32, _batch: bytes::Bytes) -> ApiResult<Appended> {
+        Err(unsupported("raw batch appends"))
+    }
+
+    async fn read_batches(
+        &self,
+        _topic: &str,
+        _partition: u32,
+        _from: Offset,
+        _max_bytes: usize,
+        _wait: Duration,
+    ) -> ApiResult<BatchRead> {
+        Err(unsupported("raw batch reads"))
+    }
+
+    async fn leader_epoch_end(&self, _topic: &str, _partition: u32, _epoch: StreamEpoch) -> ApiResult<Offset> {
+        Err(unsupported("leader epochs"))
+    }
+}
+
+/// No consumer group has offsets here, and none can commit any.
+#[async_trait]
+impl GroupOffsets for FakeEngine {
+    async fn commit_offsets(&self, _group: &str, _offsets: Vec<GroupOffset>) -> ApiResult<()> {
+        Err(unsupported("consumer groups"))
+    }
+
+    fn committed_offsets(&self, _group: &str) -> Vec<GroupOffset> {
+        Vec::new()
+    }
+
+    fn offset_groups(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    fn authorize_group_delete(&self, _group: &str) -> ApiResult<()> {
+        Ok(())
+    }
+
+    async fn delete_group(&self, _group: &str) -> ApiResult<()> {
+        Err(unsupported("consumer groups"))
+    }
+}
+
+#[async_trait]
+impl ProducerIds for FakeEngine {
+    async fn init_producer_id(&self) -> ApiResult<i64> {
+        Err(unsupported("idempotent producers"))
+    }
+}
+
+/// Auth is off: nobody needs a token and none can be issued.
+#[async_trait]
+impl Tokens for FakeEngine {
+    fn auth_required(&self) -> bool {
+        false
+    }
+
+    fn authenticate(&self, _secret: &str) -> Result<Principal, AuthFailure> {
+        Err(AuthFailure::Unknown)
+    }
+
+    async fn create_token(&self, _req: NewToken) -> ApiResult<IssuedToken> {
+        Err(unsupported("tokens"))
+    }
+
+    fn list_tokens(&self) -> Vec<TokenInfo> {
+        Vec::new()
+    }
+
+    async fn revoke_token(&self, _id: &str) -> ApiResult<()> {
+        Err(ApiError::new(ErrorCode::TokenNotFound, "tokens are not supported here"))
+    }
+}
+
+#[async_trait]
+impl Cluster for FakeEngine {
     fn is_peer(&self, presented: &str) -> bool {
         presented == PEER
     }
@@ -330,5 +438,10 @@ impl Engine for FakeEngine {
 
     async fn drain(&self, _node: &str) -> ApiResult<()> {
         Ok(())
+    }
+
+    /// Nothing to catch up with.
+    async fn sync_metadata(&self) -> bool {
+        true
     }
 }

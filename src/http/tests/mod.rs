@@ -3,7 +3,7 @@
 pub(crate) mod fake;
 
 use super::router;
-use crate::api::{ApiError, Engine as _, ErrorCode, Limits};
+use crate::api::{ApiError, ErrorCode, Limits, Topics as _};
 use crate::stream::batch::partition_for_key;
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};

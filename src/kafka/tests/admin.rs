@@ -21,7 +21,7 @@ fn admin_request(key: i16, version: i16, corr: i32, body: &[u8]) -> Bytes {
     w.buf.freeze()
 }
 
-async fn admin_call(engine: &dyn Engine, key: i16, version: i16, body: &[u8]) -> Reader {
+async fn admin_call(engine: &Services, key: i16, version: i16, body: &[u8]) -> Reader {
     call(engine, admin_request(key, version, 7, body)).await
 }
 
@@ -77,7 +77,7 @@ fn topic_results(mut r: Reader, key: i16, version: i16) -> Vec<(String, i16, Opt
 }
 
 async fn create_topics(
-    engine: &dyn Engine,
+    engine: &Services,
     version: i16,
     topics: &[NewTopic<'_>],
     validate_only: bool,
@@ -224,7 +224,7 @@ fn described(mut r: Reader, version: i16) -> Vec<Described> {
 }
 
 /// (name, value, source) of a topic's configs, via DescribeConfigs v1.
-async fn topic_configs(engine: &dyn Engine, topic: &str) -> Vec<(String, String, i8)> {
+async fn topic_configs(engine: &Services, topic: &str) -> Vec<(String, String, i8)> {
     let body = describe_configs_body(1, &[(resource::TOPIC, topic, None)], false, false);
     let d = described(admin_call(engine, DESCRIBE_CONFIGS, 1, &body).await, 1);
     assert_eq!(d[0].0, code::NONE);
@@ -273,7 +273,7 @@ fn altered(mut r: Reader) -> Vec<(i16, Option<String>)> {
 }
 
 async fn alter(
-    engine: &dyn Engine,
+    engine: &Services,
     incremental: bool,
     resources: &[AlterResource<'_>],
     validate_only: bool,
@@ -287,9 +287,13 @@ async fn alter(
     altered(admin_call(engine, key, version, &body).await)
 }
 
-async fn wait_partitions(engine: &dyn Engine, topic: &str, n: usize) {
+async fn wait_partitions(engine: &Services, topic: &str, n: usize) {
     for _ in 0..300 {
-        if engine.describe_topic(topic).is_ok_and(|d| d.partition_info.len() == n) {
+        if engine
+            .topics
+            .describe_topic(topic)
+            .is_ok_and(|d| d.partition_info.len() == n)
+        {
             return;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -599,7 +603,7 @@ async fn admin_frames_against_a_real_node_never_panic() {
             let at = rng.random_range(8..f.len());
             f[at] = [0x00, 0x7f, 0x80, 0xff][rng.random_range(0..4)];
         }
-        let _ = tokio::time::timeout(Duration::from_secs(1), handle(node.as_ref(), OPTS, Bytes::from(f))).await;
+        let _ = tokio::time::timeout(Duration::from_secs(1), handle(&node.services(), OPTS, Bytes::from(f))).await;
     }
     assert!(node.ready().ready, "the node is still serving");
 }
@@ -609,7 +613,7 @@ async fn admin_frames_against_a_real_node_never_panic() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create_topics_creates_validates_and_refuses_with_kafka_codes() {
     let node = node().await;
-    let engine: &dyn Engine = node.as_ref();
+    let engine = &node.services();
     let configs: &[(&str, Option<&str>)] = &[
         ("retention.ms", Some("60000")),
         ("retention.bytes", Some("-1")),
@@ -617,7 +621,7 @@ async fn create_topics_creates_validates_and_refuses_with_kafka_codes() {
     ];
     let got = create_topics(engine, 4, &[("a", 3, 1, configs), ("b", -1, -1, &[])], false).await;
     assert_eq!(got, vec![("a".into(), 0, None), ("b".into(), 0, None)]);
-    let a = engine.describe_topic("a").unwrap();
+    let a = engine.topics.describe_topic("a").unwrap();
     assert_eq!(a.partitions, 3);
     assert_eq!(
         a.config,
@@ -628,13 +632,17 @@ async fn create_topics_creates_validates_and_refuses_with_kafka_codes() {
             durable: None,
         }
     );
-    assert_eq!(engine.describe_topic("b").unwrap().partitions, 1, "-1: the default");
+    assert_eq!(
+        engine.topics.describe_topic("b").unwrap().partitions,
+        1,
+        "-1: the default"
+    );
     wait_open(engine, "a").await;
 
     // validate_only creates nothing, but reports what creating would.
     let got = create_topics(engine, 1, &[("v", 2, 3, &[]), ("a", 1, 1, &[])], true).await;
     assert_eq!(errors(&got), [0, acode::TOPIC_ALREADY_EXISTS]);
-    assert!(engine.describe_topic("v").is_err());
+    assert!(engine.topics.describe_topic("v").is_err());
 
     // Every refusal, each topic on its own.
     let bad: &[NewTopic] = &[
@@ -677,7 +685,7 @@ async fn create_topics_creates_validates_and_refuses_with_kafka_codes() {
     );
     assert!(got.iter().all(|r| r.2.is_some()), "every refusal says why");
     assert!(got[8].2.as_deref().unwrap().contains("compact"), "{:?}", got[8]);
-    let names: Vec<String> = engine.list_topics().into_iter().map(|t| t.name).collect();
+    let names: Vec<String> = engine.topics.list_topics().into_iter().map(|t| t.name).collect();
     assert_eq!(names, ["a", "b"], "nothing else was created");
 
     // Manual assignments are refused (placement is automatic).
@@ -704,9 +712,9 @@ async fn create_topics_creates_validates_and_refuses_with_kafka_codes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delete_topics_deletes_and_says_which_are_unknown() {
     let node = node().await;
-    let engine: &dyn Engine = node.as_ref();
-    engine.create_topic("x", 2, Default::default()).await.unwrap();
-    engine.create_topic("y", 1, Default::default()).await.unwrap();
+    let engine = &node.services();
+    engine.topics.create_topic("x", 2, Default::default()).await.unwrap();
+    engine.topics.create_topic("y", 1, Default::default()).await.unwrap();
     for version in [0, 3] {
         let body = delete_topics_body(&["x", "nope"]);
         let got = topic_results(
@@ -721,18 +729,18 @@ async fn delete_topics_deletes_and_says_which_are_unknown() {
         };
         assert_eq!(errors(&got), [want_x, code::UNKNOWN_TOPIC_OR_PARTITION], "v{version}");
     }
-    assert!(engine.describe_topic("x").is_err());
+    assert!(engine.topics.describe_topic("x").is_err());
     let body = delete_topics_body(&["y", "y"]);
     let got = topic_results(admin_call(engine, DELETE_TOPICS, 1, &body).await, DELETE_TOPICS, 1);
     assert_eq!(errors(&got), [code::INVALID_REQUEST, code::INVALID_REQUEST]);
-    assert!(engine.describe_topic("y").is_ok(), "a duplicate deletes nothing");
+    assert!(engine.topics.describe_topic("y").is_ok(), "a duplicate deletes nothing");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create_partitions_grows_a_topic_whose_new_partitions_get_placed() {
     let node = node().await;
-    let engine: &dyn Engine = node.as_ref();
-    engine.create_topic("g", 1, Default::default()).await.unwrap();
+    let engine = &node.services();
+    engine.topics.create_topic("g", 1, Default::default()).await.unwrap();
     wait_open(engine, "g").await;
     let grow = |topics: Vec<Growth<'static>>, validate_only| {
         let body = create_partitions_body(&topics, validate_only);
@@ -745,9 +753,13 @@ async fn create_partitions_grows_a_topic_whose_new_partitions_get_placed() {
         }
     };
     assert_eq!(errors(&grow(vec![("g", 5, None)], true).await), [0]);
-    assert_eq!(engine.partitions("g").unwrap(), 1, "validate_only changes nothing");
+    assert_eq!(
+        engine.topics.partitions("g").unwrap(),
+        1,
+        "validate_only changes nothing"
+    );
     assert_eq!(grow(vec![("g", 3, None)], false).await, vec![("g".into(), 0, None)]);
-    assert_eq!(engine.partitions("g").unwrap(), 3);
+    assert_eq!(engine.topics.partitions("g").unwrap(), 3);
     wait_open(engine, "g").await;
     // Produce to a new partition once it is open.
     let batch = encode_batch(Offset(0), &[record("k", "v", 1)]);
@@ -785,7 +797,7 @@ async fn create_partitions_grows_a_topic_whose_new_partitions_get_placed() {
         errors(&grow(vec![("g", 6, None), ("g", 7, None)], false).await),
         [code::INVALID_REQUEST, code::INVALID_REQUEST]
     );
-    assert_eq!(engine.partitions("g").unwrap(), 4);
+    assert_eq!(engine.topics.partitions("g").unwrap(), 4);
     wait_open(engine, "g").await;
 
     // Metadata lists the new partitions with leaders.
@@ -801,12 +813,12 @@ async fn create_partitions_grows_a_topic_whose_new_partitions_get_placed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn describe_configs_shows_defaults_set_values_and_their_sources() {
     let node = node().await;
-    let engine: &dyn Engine = node.as_ref();
+    let engine = &node.services();
     let config = TopicConfig {
         retention_ms: Some(1000),
         ..Default::default()
     };
-    engine.create_topic("c", 1, config).await.unwrap();
+    engine.topics.create_topic("c", 1, config).await.unwrap();
     assert_eq!(
         topic_configs(engine, "c").await,
         [
@@ -868,12 +880,12 @@ async fn describe_configs_shows_defaults_set_values_and_their_sources() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn alter_configs_replaces_the_whole_config_and_refuses_unknown_keys() {
     let node = node().await;
-    let engine: &dyn Engine = node.as_ref();
+    let engine = &node.services();
     let config = TopicConfig {
         retention_bytes: Some(5000),
         ..Default::default()
     };
-    engine.create_topic("c", 1, config).await.unwrap();
+    engine.topics.create_topic("c", 1, config).await.unwrap();
     const SET: i8 = op::SET;
     let got = alter(
         engine,
@@ -884,7 +896,7 @@ async fn alter_configs_replaces_the_whole_config_and_refuses_unknown_keys() {
     .await;
     assert_eq!(got, [(0, None)]);
     assert_eq!(
-        engine.describe_topic("c").unwrap().config,
+        engine.topics.describe_topic("c").unwrap().config,
         TopicConfig {
             retention_ms: Some(2000),
             ..Default::default()
@@ -950,14 +962,17 @@ async fn alter_configs_replaces_the_whole_config_and_refuses_unknown_keys() {
     )
     .await;
     assert_eq!(got, [(0, None)]);
-    assert_eq!(engine.describe_topic("c").unwrap().config.retention_ms, Some(2000));
+    assert_eq!(
+        engine.topics.describe_topic("c").unwrap().config.retention_ms,
+        Some(2000)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn incremental_alter_configs_sets_and_deletes_single_keys() {
     let node = node().await;
-    let engine: &dyn Engine = node.as_ref();
-    engine.create_topic("c", 1, Default::default()).await.unwrap();
+    let engine = &node.services();
+    engine.topics.create_topic("c", 1, Default::default()).await.unwrap();
     let got = alter(
         engine,
         true,
@@ -1017,7 +1032,7 @@ async fn incremental_alter_configs_sets_and_deletes_single_keys() {
         assert!(got[0].1.is_some());
     }
     assert_eq!(
-        engine.describe_topic("c").unwrap().config.retention_ms,
+        engine.topics.describe_topic("c").unwrap().config.retention_ms,
         Some(3000),
         "nothing changed"
     );
@@ -1042,7 +1057,7 @@ async fn admin_requests_to_a_node_without_the_lease_apply_everywhere() {
     // DescribeCluster: both brokers, the lease holder as controller.
     for (n, version) in [(&n1, 0), (&n2, 1)] {
         let body: &[u8] = if version == 0 { &[0, 0] } else { &[0, 1, 0] };
-        let mut r = admin_call(n.as_ref(), DESCRIBE_CLUSTER, version, body).await;
+        let mut r = admin_call(&n.services(), DESCRIBE_CLUSTER, version, body).await;
         r.tagged_fields().unwrap(); // response header v1
         assert_eq!((r.i32().unwrap(), r.i16().unwrap()), (0, 0));
         assert_eq!(r.compact_nullable_string().unwrap(), None);
@@ -1072,13 +1087,13 @@ async fn admin_requests_to_a_node_without_the_lease_apply_everywhere() {
         r.expect_end().unwrap();
     }
     // There are no controller endpoints to describe.
-    let mut r = admin_call(n1.as_ref(), DESCRIBE_CLUSTER, 1, &[0, 2, 0]).await;
+    let mut r = admin_call(&n1.services(), DESCRIBE_CLUSTER, 1, &[0, 2, 0]).await;
     r.tagged_fields().unwrap();
     r.i32().unwrap();
     assert_eq!(r.i16().unwrap(), acode::MISMATCHED_ENDPOINT_TYPE);
 
     // Create, grow and configure through the node without the lease.
-    let engine: &dyn Engine = other.as_ref();
+    let engine = &other.services();
     assert_eq!(
         errors(&create_topics(engine, 4, &[("t", 1, -1, &[])], false).await),
         [0]
@@ -1099,8 +1114,8 @@ async fn admin_requests_to_a_node_without_the_lease_apply_everywhere() {
     .await;
     assert_eq!(got, [(0, None)]);
     // The lease holder places the new partitions; every view has them.
-    wait_partitions(holder_node.as_ref(), "t", 2).await;
-    wait_open(holder_node.as_ref(), "t").await;
+    wait_partitions(&holder_node.services(), "t", 2).await;
+    wait_open(&holder_node.services(), "t").await;
     wait_open(engine, "t").await;
     // The holder's placements can land before the config change in the
     // log, so its view may not have applied the change yet: catch up first
@@ -1121,8 +1136,8 @@ async fn admin_changes_while_the_metadata_store_is_down_are_retryable() {
         ..memory_backends()
     };
     let node = node_on("n1", backends, &[]).await;
-    let engine: &dyn Engine = node.as_ref();
-    engine.create_topic("t", 1, Default::default()).await.unwrap();
+    let engine = &node.services();
+    engine.topics.create_topic("t", 1, Default::default()).await.unwrap();
     log_store.set_unavailable(true);
     for _ in 0..600 {
         if !node.meta.reachable() {
@@ -1156,7 +1171,7 @@ async fn admin_changes_while_the_metadata_store_is_down_are_retryable() {
 #[tokio::test]
 async fn api_versions_advertises_the_admin_apis() {
     let engine = FakeEngine::new(FakeEngine::default_limits());
-    let mut r = call(engine.as_ref(), request(API_VERSIONS, 2, 1, &[])).await;
+    let mut r = call(&Services::from(engine.clone()), request(API_VERSIONS, 2, 1, &[])).await;
     assert_eq!(r.i16().unwrap(), 0);
     let mut got = Vec::new();
     for _ in 0..r.array_len(6).unwrap() {
@@ -1174,6 +1189,6 @@ async fn api_versions_advertises_the_admin_apis() {
         assert!(got.contains(&api), "{api:?}");
     }
     // A flexible version not implemented is refused, the connection kept.
-    let mut r = call(engine.as_ref(), admin_request(CREATE_TOPICS, 5, 1, &[])).await;
+    let mut r = call(&Services::from(engine.clone()), admin_request(CREATE_TOPICS, 5, 1, &[])).await;
     assert_eq!(r.i16().unwrap(), code::UNSUPPORTED_VERSION);
 }

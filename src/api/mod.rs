@@ -1,14 +1,48 @@
-//! The operations a front door (HTTP today, Kafka and Durable Streams later)
-//! asks of a node, and the public error kinds they map to.
+//! What the front doors (HTTP, Durable Streams, Kafka) ask of a node, as a
+//! handful of narrow capability traits, and the public error kinds they map
+//! to.
+//!
+//! # Capabilities
+//!
+//! Each trait owns one concern; a front door holds them together in a
+//! [`Services`] bundle and calls only the ones it needs:
+//!
+//! - [`Records`] (`records.rs`): append and read records, raw batches, leader epochs.
+//! - [`Topics`] (`topics.rs`): create, list, describe, grow, configure, delete topics.
+//! - [`GroupOffsets`] (`group_offsets.rs`): consumer groups' committed offsets.
+//! - [`ProducerIds`] (`producer_ids.rs`): Kafka producer ids (InitProducerId).
+//! - [`Tokens`] (`tokens.rs`): authentication and the tokens behind it.
+//! - [`Cluster`] (`cluster.rs`): this node's status, its peers, moving
+//!   streams and draining nodes, catching up with the metadata log.
+//!
+//! No trait method has a default body: whatever implements a capability (a
+//! node, the Kafka authorization wrapper, a test fake) answers every call
+//! itself, so a method added to a trait cannot be skipped by omission.
+//! This module imports no front door and not `node`.
 //!
 //! Every module's own errors are mapped to [`ApiError`] in one place (here
 //! and in `node`), and each front door maps [`ErrorCode`] to its status codes
 //! or protocol error codes.
 
+mod cluster;
+mod group_offsets;
+mod producer_ids;
+mod records;
+mod services;
+mod tokens;
+mod topics;
+
+pub use cluster::Cluster;
+pub use group_offsets::GroupOffsets;
+pub use producer_ids::ProducerIds;
+pub use records::Records;
+pub use services::Services;
+pub use tokens::Tokens;
+pub use topics::Topics;
+
 use crate::ids::{NodeEpoch, Offset, StreamEpoch};
-use crate::meta::{ConfigUpdate, TopicConfig};
+use crate::meta::TopicConfig;
 use crate::stream::batch::Record;
-use async_trait::async_trait;
 use serde::Serialize;
 use std::time::Duration;
 
@@ -262,7 +296,6 @@ pub struct Limits {
     pub max_read_bytes: usize,
 }
 
-/// What a node does for its front doors.
 /// One committed offset of a consumer group.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GroupOffset {
@@ -270,193 +303,6 @@ pub struct GroupOffset {
     pub partition: u32,
     pub offset: i64,
     pub metadata: Option<String>,
-}
-
-#[async_trait]
-pub trait Engine: Send + Sync + 'static {
-    fn limits(&self) -> Limits;
-    async fn create_topic(&self, name: &str, partitions: u32, config: TopicConfig) -> ApiResult<TopicSummary>;
-    fn list_topics(&self) -> Vec<TopicSummary>;
-    fn describe_topic(&self, name: &str) -> ApiResult<TopicDescription>;
-    async fn delete_topic(&self, name: &str) -> ApiResult<()>;
-    // admin
-    /// Grow a topic to `partitions` partitions: `invalid_partition_count`
-    /// unless that is an increase (up to the maximum). The new partitions
-    /// are placed like a new topic's. Proposed from any node, like
-    /// [`Engine::create_topic`].
-    async fn add_partitions(&self, name: &str, partitions: u32) -> ApiResult<()> {
-        let _ = (name, partitions);
-        Err(ApiError::new(
-            ErrorCode::NotFound,
-            "adding partitions is not supported here",
-        ))
-    }
-    /// Apply `updates` to a topic's configuration, all or nothing
-    /// (`invalid_request` for a value out of range); returns the new
-    /// configuration.
-    async fn alter_topic_config(&self, name: &str, updates: Vec<ConfigUpdate>) -> ApiResult<TopicConfig> {
-        let _ = (name, updates);
-        Err(ApiError::new(
-            ErrorCode::NotFound,
-            "altering topic configs is not supported here",
-        ))
-    }
-    /// Number of partitions of a topic (`topic_not_found` otherwise), as
-    /// this node's view has it now.
-    fn partitions(&self, topic: &str) -> ApiResult<u32>;
-    /// [`Engine::partitions`] for a request naming the topic: an engine with
-    /// a metadata log catches up with it before answering that the topic or
-    /// partition does not exist (it may have just been created or grown
-    /// through another node), and answers 503 instead when it cannot.
-    async fn partitions_current(&self, topic: &str) -> ApiResult<u32> {
-        self.partitions(topic)
-    }
-    /// [`Engine::describe_topic`] with the same catch-up as
-    /// [`Engine::partitions_current`]: `topic_not_found` only from a view
-    /// that has caught up with the metadata log, 503 when it could not.
-    async fn describe_topic_current(&self, name: &str) -> ApiResult<TopicDescription> {
-        self.describe_topic(name)
-    }
-    /// Append records to one partition atomically; returns once every record
-    /// is durable.
-    async fn append(&self, topic: &str, partition: u32, records: Vec<Record>) -> ApiResult<Appended>;
-    async fn read(&self, topic: &str, partition: u32, req: ReadRequest) -> ApiResult<ReadResult>;
-    /// Append one producer-encoded RecordBatch v2 (CRC-checked by the
-    /// caller) to a partition this node owns, assigning its offsets; returns
-    /// once durable. Never forwarded: Kafka clients go to the leader.
-    async fn append_batch(&self, topic: &str, partition: u32, batch: bytes::Bytes) -> ApiResult<Appended> {
-        let _ = (topic, partition, batch);
-        Err(ApiError::new(
-            ErrorCode::NotFound,
-            "raw batch appends are not supported here",
-        ))
-    }
-    /// Stored batches from `from` on, up to about `max_bytes` (at least one
-    /// batch when any exists), never past the high watermark; waits up to
-    /// `wait` when `from` is at the high watermark.
-    async fn read_batches(
-        &self,
-        topic: &str,
-        partition: u32,
-        from: Offset,
-        max_bytes: usize,
-        wait: Duration,
-    ) -> ApiResult<BatchRead> {
-        let _ = (topic, partition, from, max_bytes, wait);
-        Err(ApiError::new(
-            ErrorCode::NotFound,
-            "raw batch reads are not supported here",
-        ))
-    }
-    fn ready(&self) -> ReadyStatus;
-    fn nodes(&self) -> NodesInfo;
-    /// Resolves when live reads must end (shutdown step 3).
-    async fn live_reads_ended(&self);
-    /// Start moving a partition to another node (`BeginTransfer`).
-    async fn transfer(&self, topic: &str, partition: u32, to: &str) -> ApiResult<()> {
-        let _ = (topic, partition, to);
-        Err(ApiError::new(ErrorCode::NotFound, "transfers are not supported here"))
-    }
-    /// Where leader (stream) epoch `epoch` of a partition this node owns
-    /// ended: the start offset of the next epoch, or the high watermark for
-    /// the current epoch (Kafka's OffsetForLeaderEpoch).
-    async fn leader_epoch_end(&self, topic: &str, partition: u32, epoch: StreamEpoch) -> ApiResult<Offset> {
-        let _ = (topic, partition, epoch);
-        Err(ApiError::new(
-            ErrorCode::NotFound,
-            "leader epochs are not supported here",
-        ))
-    }
-    /// Bring this node's view of the metadata up to everything committed so
-    /// far (bounded wait), so a read follows a change made through another
-    /// node. False when that could not be done in time: an absence in the
-    /// view then proves nothing. The default has nothing to catch up with.
-    async fn sync_metadata(&self) -> bool {
-        true
-    }
-    /// Wait (bounded) until this node's view has applied metadata log entry
-    /// `index`; false when it could not. A forwarded request carries the
-    /// forwarder's index, so the owner answers from a view at least as new
-    /// as the one that routed it there.
-    async fn catch_up_to(&self, index: u64) -> bool {
-        let _ = index;
-        true
-    }
-    /// Whether `presented` is the credential of a node of this cluster, so a
-    /// request carrying it may be served as forwarded. Nothing is a peer
-    /// unless the engine says so.
-    fn is_peer(&self, presented: &str) -> bool {
-        let _ = presented;
-        false
-    }
-    /// A Kafka producer id unique in the cluster (InitProducerId).
-    async fn init_producer_id(&self) -> ApiResult<i64> {
-        Err(ApiError::new(
-            ErrorCode::NotFound,
-            "idempotent producers are not supported here",
-        ))
-    }
-    /// Durably commit a consumer group's offsets (all or nothing).
-    async fn commit_offsets(&self, group: &str, offsets: Vec<GroupOffset>) -> ApiResult<()> {
-        let _ = (group, offsets);
-        Err(ApiError::new(
-            ErrorCode::NotFound,
-            "consumer groups are not supported here",
-        ))
-    }
-    /// A consumer group's committed offsets.
-    fn committed_offsets(&self, group: &str) -> Vec<GroupOffset> {
-        let _ = group;
-        Vec::new()
-    }
-    /// Groups with committed offsets.
-    fn offset_groups(&self) -> Vec<String> {
-        Vec::new()
-    }
-    /// Whether the caller may delete `group` (`forbidden` if not), asked
-    /// before anything of the group is touched. Everyone may by default.
-    fn authorize_group_delete(&self, group: &str) -> ApiResult<()> {
-        let _ = group;
-        Ok(())
-    }
-    /// Forget a consumer group's committed offsets (`not_found` if it has none).
-    async fn delete_group(&self, group: &str) -> ApiResult<()> {
-        let _ = group;
-        Err(ApiError::new(
-            ErrorCode::NotFound,
-            "consumer groups are not supported here",
-        ))
-    }
-    /// Mark a node draining: placement avoids it and its streams move away.
-    async fn drain(&self, node: &str) -> ApiResult<()> {
-        let _ = node;
-        Err(ApiError::new(ErrorCode::NotFound, "draining is not supported here"))
-    }
-    // auth
-    /// Whether callers must authenticate (`--auth on`). The default (and
-    /// `--auth off`) lets every caller do everything.
-    fn auth_required(&self) -> bool {
-        false
-    }
-    /// Who presented `secret`, checked against this node's applied view.
-    fn authenticate(&self, secret: &str) -> Result<crate::auth::Principal, crate::auth::AuthFailure> {
-        let _ = secret;
-        Err(crate::auth::AuthFailure::Unknown)
-    }
-    /// Issue a token; the answer holds its secret, shown this once.
-    async fn create_token(&self, req: crate::auth::NewToken) -> ApiResult<crate::auth::IssuedToken> {
-        let _ = req;
-        Err(ApiError::new(ErrorCode::NotFound, "tokens are not supported here"))
-    }
-    /// Every unrevoked token, without secrets.
-    fn list_tokens(&self) -> Vec<crate::auth::TokenInfo> {
-        Vec::new()
-    }
-    /// Revoke a token (`token_not_found` if there is none with that id).
-    async fn revoke_token(&self, id: &str) -> ApiResult<()> {
-        let _ = id;
-        Err(ApiError::new(ErrorCode::TokenNotFound, "tokens are not supported here"))
-    }
 }
 
 tokio::task_local! {

@@ -1,78 +1,13 @@
-//! InitProducerId (idempotent producers, no transactions) and
 //! OffsetForLeaderEpoch (clients checking for log truncation after a
-//! leader change): codecs and handlers.
-//!
-//! Sequence checks of idempotent batches happen where offsets are assigned
-//! (`stream::partition`, with the state in `stream::producers`); this module
-//! only hands out producer ids.
+//! leader change): its codec and handler over the
+//! [`Records`](crate::api::Records) capability.
 
 use super::code;
 use super::wire::{DecodeResult, Reader, Writer};
-use crate::api::Engine;
+use crate::api::Services;
 use crate::ids::StreamEpoch;
 
-pub const INIT_PRODUCER_ID: i16 = 22;
 pub const OFFSET_FOR_LEADER_EPOCH: i16 = 23;
-
-// ------------------------------------------------------------ InitProducerId
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InitProducerIdRequest {
-    pub transactional_id: Option<String>,
-    pub transaction_timeout_ms: i32,
-}
-
-/// v0 and v1 share one layout.
-pub fn decode_init_producer_id(r: &mut Reader, _version: i16) -> DecodeResult<InitProducerIdRequest> {
-    let transactional_id = r.nullable_string()?;
-    let transaction_timeout_ms = r.i32()?;
-    r.expect_end()?;
-    Ok(InitProducerIdRequest {
-        transactional_id,
-        transaction_timeout_ms,
-    })
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct InitProducerIdResponse {
-    pub error_code: i16,
-    pub producer_id: i64,
-    pub producer_epoch: i16,
-}
-
-pub fn encode_init_producer_id(w: &mut Writer, _version: i16, resp: &InitProducerIdResponse) {
-    w.i32(0); // throttle_time_ms
-    w.i16(resp.error_code);
-    w.i64(resp.producer_id);
-    w.i16(resp.producer_epoch);
-}
-
-/// A fresh producer id at epoch 0. Transactional ids are refused:
-/// transactions are not implemented (FindCoordinator for a transaction key
-/// answers `COORDINATOR_NOT_AVAILABLE` as well).
-pub async fn init_producer_id(engine: &dyn Engine, req: &InitProducerIdRequest) -> InitProducerIdResponse {
-    let fail = |error_code| InitProducerIdResponse {
-        error_code,
-        producer_id: -1,
-        producer_epoch: -1,
-    };
-    if req.transactional_id.is_some() {
-        return fail(code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
-    }
-    match engine.init_producer_id().await {
-        Ok(producer_id) => InitProducerIdResponse {
-            error_code: code::NONE,
-            producer_id,
-            producer_epoch: 0,
-        },
-        // Retryable for the client: the metadata store is down or the
-        // node is not serving.
-        Err(e) if e.code.retryable() => fail(super::groups::code::COORDINATOR_NOT_AVAILABLE),
-        Err(e) => fail(super::error_code(&e)),
-    }
-}
-
-// ------------------------------------------------------ OffsetForLeaderEpoch
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeaderEpochRequest {
@@ -134,7 +69,7 @@ pub fn encode_offset_for_leader_epoch(w: &mut Writer, version: i16, topics: &[(S
 /// current one). An epoch newer than the current answers -1 / -1 as Kafka
 /// does; `current_leader_epoch` is checked like in Fetch.
 pub async fn offset_for_leader_epoch(
-    engine: &dyn Engine,
+    engine: &Services,
     req: LeaderEpochRequest,
 ) -> Vec<(String, Vec<LeaderEpochAnswer>)> {
     let mut out = Vec::with_capacity(req.topics.len());
@@ -164,17 +99,17 @@ pub async fn offset_for_leader_epoch(
 }
 
 async fn leader_epoch_end(
-    engine: &dyn Engine,
+    engine: &Services,
     topic: &str,
     partition: i32,
     current: i32,
     asked: i32,
 ) -> Result<(i32, i64), i16> {
     let p = u32::try_from(partition).map_err(|_| code::UNKNOWN_TOPIC_OR_PARTITION)?;
-    let Some(epoch) = super::stream_epoch(engine, topic, p) else {
+    let Some(epoch) = super::fetch::stream_epoch(engine, topic, p) else {
         return Err(code::UNKNOWN_TOPIC_OR_PARTITION);
     };
-    if let Some(error) = super::check_leader_epoch(current, epoch) {
+    if let Some(error) = super::fetch::check_leader_epoch(current, epoch) {
         return Err(error);
     }
     let Ok(asked) = u64::try_from(asked) else {
@@ -184,6 +119,7 @@ async fn leader_epoch_end(
         return Ok((-1, -1));
     }
     let end = engine
+        .records
         .leader_epoch_end(topic, p, StreamEpoch(asked))
         .await
         .map_err(|e| super::error_code(&e))?;
@@ -194,39 +130,9 @@ async fn leader_epoch_end(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bytes::Bytes;
 
     fn reader(w: Writer) -> Reader {
         Reader::new(w.buf.freeze())
-    }
-
-    #[test]
-    fn init_producer_id_decodes_a_null_transactional_id() {
-        let mut w = Writer::default();
-        w.nullable_string(None);
-        w.i32(60_000);
-        let req = decode_init_producer_id(&mut reader(w), 1).unwrap();
-        assert_eq!(req.transactional_id, None);
-        assert_eq!(req.transaction_timeout_ms, 60_000);
-    }
-
-    #[test]
-    fn init_producer_id_response_layout() {
-        let mut w = Writer::default();
-        encode_init_producer_id(
-            &mut w,
-            0,
-            &InitProducerIdResponse {
-                error_code: 0,
-                producer_id: 7,
-                producer_epoch: 0,
-            },
-        );
-        assert_eq!(
-            w.buf.as_ref(),
-            [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0].as_slice(),
-            "throttle, error, id, epoch"
-        );
     }
 
     #[test]
@@ -257,8 +163,6 @@ mod tests {
         w.string("t");
         w.i32(i32::MAX);
         assert!(decode_offset_for_leader_epoch(&mut reader(w), 1).is_err());
-        let short = Bytes::from_static(&[0, 0]);
-        assert!(decode_init_producer_id(&mut Reader::new(short), 0).is_err());
     }
 
     #[test]

@@ -1,0 +1,42 @@
+//! The records capability: appending to and reading from one partition,
+//! as records (HTTP, Durable Streams) or as stored RecordBatch v2 bytes
+//! (Kafka), and where a leader epoch ended.
+
+use super::{ApiResult, Appended, BatchRead, ReadRequest, ReadResult};
+use crate::ids::{Offset, StreamEpoch};
+use crate::stream::batch::Record;
+use async_trait::async_trait;
+use std::time::Duration;
+
+#[async_trait]
+pub trait Records: Send + Sync + 'static {
+    /// Append records to one partition atomically; returns once every record
+    /// is durable.
+    async fn append(&self, topic: &str, partition: u32, records: Vec<Record>) -> ApiResult<Appended>;
+
+    /// Records from `req.from` on, within `req`'s bounds; a long poll waits
+    /// up to `req.wait` when there are none yet.
+    async fn read(&self, topic: &str, partition: u32, req: ReadRequest) -> ApiResult<ReadResult>;
+
+    /// Append one producer-encoded RecordBatch v2 (CRC-checked by the
+    /// caller) to a partition this node owns, assigning its offsets; returns
+    /// once durable. Never forwarded: Kafka clients go to the leader.
+    async fn append_batch(&self, topic: &str, partition: u32, batch: bytes::Bytes) -> ApiResult<Appended>;
+
+    /// Stored batches from `from` on, up to about `max_bytes` (at least one
+    /// batch when any exists), never past the high watermark; waits up to
+    /// `wait` when `from` is at the high watermark.
+    async fn read_batches(
+        &self,
+        topic: &str,
+        partition: u32,
+        from: Offset,
+        max_bytes: usize,
+        wait: Duration,
+    ) -> ApiResult<BatchRead>;
+
+    /// Where leader (stream) epoch `epoch` of a partition this node owns
+    /// ended: the start offset of the next epoch, or the high watermark for
+    /// the current epoch (Kafka's OffsetForLeaderEpoch).
+    async fn leader_epoch_end(&self, topic: &str, partition: u32, epoch: StreamEpoch) -> ApiResult<Offset>;
+}

@@ -1,0 +1,25 @@
+//! The tokens capability: whether callers must authenticate, who a secret
+//! belongs to, and issuing, listing and revoking tokens.
+
+use super::ApiResult;
+use crate::auth::{AuthFailure, IssuedToken, NewToken, Principal, TokenInfo};
+use async_trait::async_trait;
+
+#[async_trait]
+pub trait Tokens: Send + Sync + 'static {
+    /// Whether callers must authenticate (`--auth on`). With `--auth off`
+    /// every caller may do everything.
+    fn auth_required(&self) -> bool;
+
+    /// Who presented `secret`, checked against this node's applied view.
+    fn authenticate(&self, secret: &str) -> Result<Principal, AuthFailure>;
+
+    /// Issue a token; the answer holds its secret, shown this once.
+    async fn create_token(&self, req: NewToken) -> ApiResult<IssuedToken>;
+
+    /// Every unrevoked token, without secrets.
+    fn list_tokens(&self) -> Vec<TokenInfo>;
+
+    /// Revoke a token (`token_not_found` if there is none with that id).
+    async fn revoke_token(&self, id: &str) -> ApiResult<()>;
+}

@@ -1,0 +1,133 @@
+//! Produce: every partition's batches are checked (CRC, size, no
+//! transactions) before any is appended, then handed to the
+//! [`Records`](crate::api::Records) capability as stored RecordBatch v2
+//! bytes. Idempotent producers' sequences are checked where offsets are
+//! assigned (`stream::partition`); producer ids come from
+//! [`producer_ids`](super::producer_ids).
+//!
+//! A connection polls a Produce once on arrival and relies on that first
+//! poll assigning all of the request's offsets (see `connection` in
+//! `kafka/mod.rs`), so every append is started before any is awaited.
+
+use super::proto::*;
+use super::{code, error_code};
+use crate::api::Services;
+use bytes::Bytes;
+
+pub(super) async fn produce(engine: &Services, req: ProduceRequest) -> Vec<(String, Vec<ProducePartitionResponse>)> {
+    let request_error = if req.transactional_id.is_some() {
+        Some((code::INVALID_REQUEST, "transactions are not supported"))
+    } else if !matches!(req.acks, -1..=1) {
+        Some((code::INVALID_REQUIRED_ACKS, "acks must be -1, 0 or 1"))
+    } else {
+        None
+    };
+    // Every partition of every topic at once: polling this future once
+    // assigns all of the request's offsets (the connection relies on it).
+    let counts: Vec<(String, usize)> = req.topics.iter().map(|(t, p)| (t.clone(), p.len())).collect();
+    let all = req
+        .topics
+        .into_iter()
+        .flat_map(|(topic, parts)| parts.into_iter().map(move |(p, records)| (topic.clone(), p, records)));
+    let mut answers = futures::future::join_all(all.map(|(topic, partition, records)| async move {
+        if let Some((error_code, message)) = request_error {
+            return produce_error(partition, error_code, message.to_string());
+        }
+        produce_partition(engine, &topic, partition, records).await
+    }))
+    .await
+    .into_iter();
+    counts
+        .into_iter()
+        .map(|(topic, n)| (topic, answers.by_ref().take(n).collect()))
+        .collect()
+}
+
+fn produce_error(partition: i32, error_code: i16, message: String) -> ProducePartitionResponse {
+    ProducePartitionResponse {
+        partition,
+        error_code,
+        base_offset: -1,
+        log_start_offset: -1,
+        error_message: Some(message),
+    }
+}
+
+/// Validates every batch of one partition's records (nothing is appended
+/// unless all are valid), then appends them in order.
+pub async fn produce_partition(
+    engine: &Services,
+    topic: &str,
+    partition: i32,
+    records: Option<Bytes>,
+) -> ProducePartitionResponse {
+    let fail = |error_code, message: String| produce_error(partition, error_code, message);
+    let Ok(p) = u32::try_from(partition) else {
+        return fail(code::UNKNOWN_TOPIC_OR_PARTITION, format!("partition {partition}"));
+    };
+    let records = match records {
+        Some(r) if !r.is_empty() => r,
+        _ => return fail(code::CORRUPT_MESSAGE, "no records".into()),
+    };
+    let limits = engine.limits;
+    if records.len() > limits.max_request_bytes {
+        return fail(
+            code::MESSAGE_TOO_LARGE,
+            format!(
+                "{} bytes of records (limit {})",
+                records.len(),
+                limits.max_request_bytes
+            ),
+        );
+    }
+    let mut to_append = Vec::new();
+    for batch in crate::stream::batch::batches("produce", &records) {
+        let (info, raw) = match batch {
+            Ok(b) => b,
+            Err(e) => return fail(code::CORRUPT_MESSAGE, e.to_string()),
+        };
+        if info.is_transactional || info.is_control {
+            return fail(code::INVALID_RECORD, "transactional batches are not supported".into());
+        }
+        match crate::stream::batch::decode_records("produce", raw) {
+            Ok(rs) => {
+                if let Some(big) = rs
+                    .iter()
+                    .map(|(_, r)| crate::stream::partition::record_size(r))
+                    .find(|&n| n > limits.max_record_bytes)
+                {
+                    return fail(
+                        code::MESSAGE_TOO_LARGE,
+                        format!("a {big}-byte record (limit {})", limits.max_record_bytes),
+                    );
+                }
+            }
+            Err(e) => return fail(code::CORRUPT_MESSAGE, e.to_string()),
+        }
+        to_append.push(records.slice_ref(raw));
+    }
+    // All batches are handed to the engine at once, in order, so their
+    // offsets are assigned on this future's first poll.
+    let appended = futures::future::join_all(
+        to_append
+            .into_iter()
+            .map(|batch| engine.records.append_batch(topic, p, batch)),
+    )
+    .await;
+    let mut base = None;
+    for a in appended {
+        match a {
+            Ok(a) => {
+                base.get_or_insert(a.base);
+            }
+            Err(e) => return fail(error_code(&e), e.message),
+        }
+    }
+    ProducePartitionResponse {
+        partition,
+        error_code: code::NONE,
+        base_offset: base.map_or(-1, |b| b.get() as i64),
+        log_start_offset: -1,
+        error_message: None,
+    }
+}

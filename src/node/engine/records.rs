@@ -1,0 +1,321 @@
+//! [`Records`] for [`Node`]: appends go to the stream this node owns (or are
+//! forwarded to its owner), reads come from the committed chunks in the
+//! object store and the local tail.
+
+use super::super::{Node, Phase};
+use crate::api::*;
+use crate::ids::{Offset, StreamEpoch, StreamId};
+use crate::meta::StreamState;
+use crate::stream::batch::Record;
+use async_trait::async_trait;
+
+/// See [`Node::read_position`].
+struct ReadPosition {
+    start: Offset,
+    hw: Offset,
+    chunks: Vec<crate::meta::IndexedChunk>,
+    local: Option<std::sync::Arc<crate::stream::partition::OpenStream>>,
+}
+
+impl Node {
+    /// Where a stream can be read here: its start, the high watermark this
+    /// node can vouch for (its own if it owns the stream, else the committed
+    /// end of a closed stream), the committed chunks, and the local stream.
+    fn read_position(&self, stream: StreamId) -> ApiResult<ReadPosition> {
+        let (start, committed_end, chunks, open_elsewhere) = {
+            let view = self.meta.view();
+            let row = view.streams.get(&stream).ok_or_else(|| self.not_here(stream))?;
+            let elsewhere = !matches!(row.state, StreamState::Closed)
+                && !matches!(&row.state, StreamState::Open { node, node_epoch } if node == &self.id && *node_epoch == self.epoch);
+            (row.start, row.committed_end, row.chunks.clone(), elsewhere)
+        };
+        let local = self.open_stream(stream);
+        let hw = match &local {
+            Some(s) => s.high_watermark(),
+            None if open_elsewhere => return Err(self.not_here(stream)),
+            None => committed_end,
+        };
+        Ok(ReadPosition {
+            start,
+            hw,
+            chunks,
+            local,
+        })
+    }
+
+    async fn read_once(&self, stream: StreamId, from: ReadFrom, req: &ReadRequest) -> ApiResult<(ReadResult, bool)> {
+        let ReadPosition {
+            start,
+            hw,
+            chunks,
+            local,
+        } = self.read_position(stream)?;
+        let from = match from {
+            ReadFrom::Start => start,
+            ReadFrom::End => hw,
+            ReadFrom::At(o) => o,
+        };
+        if from < start || from > hw {
+            return Err(ApiError {
+                code: ErrorCode::OffsetOutOfRange,
+                message: format!("offset {} is outside {}..{} of stream {stream}", from.0, start.0, hw.0),
+                start_offset: Some(start),
+            });
+        }
+        let result = |records: Vec<(Offset, Record)>| {
+            count_read(
+                "records",
+                records.len(),
+                records
+                    .iter()
+                    .map(|(_, r)| crate::stream::partition::record_size(r))
+                    .sum(),
+            );
+            let next_offset = records.last().map_or(from, |(o, _)| o.next());
+            ReadResult {
+                records,
+                next_offset,
+                high_watermark: hw,
+                start_offset: start,
+            }
+        };
+        if from == hw {
+            return Ok((result(Vec::new()), true));
+        }
+        if let Some(s) = &local {
+            if let Some(r) = s.read_tail(from, hw, req.limit, req.max_bytes) {
+                return Ok((result(r?), false));
+            }
+        }
+        let mut records = self.reader.read(&chunks, from, req.limit, req.max_bytes).await?;
+        // The committed chunks ended below the request's bounds: go on in the tail.
+        let next = records.last().map_or(from, |(o, _)| o.next());
+        if let Some(s) = &local {
+            let used: usize = records
+                .iter()
+                .map(|(_, r)| crate::stream::partition::record_size(r))
+                .sum();
+            if records.len() < req.limit && used < req.max_bytes && next < hw {
+                if let Some(more) = s.read_tail(next, hw, req.limit - records.len(), req.max_bytes - used) {
+                    records.extend(more?);
+                }
+            }
+        }
+        Ok((result(records), false))
+    }
+}
+
+impl Node {
+    async fn read_batches_once(&self, stream: StreamId, from: Offset, max_bytes: usize) -> ApiResult<BatchRead> {
+        let ReadPosition {
+            start,
+            hw,
+            chunks,
+            local,
+        } = self.read_position(stream)?;
+        if from < start || from > hw {
+            return Err(ApiError {
+                code: ErrorCode::OffsetOutOfRange,
+                message: format!("offset {} is outside {}..{} of stream {stream}", from.0, start.0, hw.0),
+                start_offset: Some(start),
+            });
+        }
+        let mut out = BatchRead {
+            batches: Vec::new(),
+            high_watermark: hw,
+            start_offset: start,
+        };
+        if from == hw {
+            return Ok(out);
+        }
+        if let Some(s) = &local {
+            if let Some(b) = s.read_tail_batches(from, hw, max_bytes) {
+                out.batches = b;
+                count_read("batches", out.batches.len(), out.batches.iter().map(|b| b.len()).sum());
+                return Ok(out);
+            }
+        }
+        let (mut batches, next) = self.reader.read_batches(&chunks, from, max_bytes).await?;
+        if let Some(s) = &local {
+            let used: usize = batches.iter().map(|b| b.len()).sum();
+            if used < max_bytes && next < hw {
+                if let Some(more) = s.read_tail_batches(next, hw, max_bytes - used) {
+                    let room = max_bytes - used;
+                    let mut taken = 0;
+                    for b in more {
+                        if (!batches.is_empty() || taken > 0) && taken + b.len() > room {
+                            break;
+                        }
+                        taken += b.len();
+                        batches.push(b);
+                    }
+                }
+            }
+        }
+        out.batches = batches;
+        count_read("batches", out.batches.len(), out.batches.iter().map(|b| b.len()).sum());
+        Ok(out)
+    }
+}
+
+/// Reads served from this node's streams (forwarded reads count on the
+/// owner): `read_total{kind}` counts records or batches, `read_bytes_total`
+/// their payload bytes.
+fn count_read(kind: &str, n: usize, bytes: usize) {
+    crate::telemetry::count_n("read_total", &[("kind", kind)], n as u64);
+    crate::telemetry::count_n("read_bytes_total", &[("kind", kind)], bytes as u64);
+}
+
+#[async_trait]
+impl Records for Node {
+    #[tracing::instrument(level = "debug", skip_all, fields(stream = %format_args!("{topic}/{partition}")))]
+    async fn append(&self, topic: &str, partition: u32, records: Vec<Record>) -> ApiResult<Appended> {
+        let stream = self.resolve_current(topic, partition).await?;
+        if self.phase() != Phase::Ready {
+            return Err(ApiError::unavailable(format!("node is {}", self.phase().as_str())));
+        }
+        let Some(s) = self.open_stream_soon(stream).await else {
+            return match self.forward_target(stream) {
+                Some(addr) => {
+                    self.forwarder
+                        .append(&addr, self.meta.applied().0, topic, partition, &records)
+                        .await
+                }
+                None => Err(self.not_here(stream)),
+            };
+        };
+        let started = tokio::time::Instant::now();
+        let result = s.append(&self.wal, &records).await;
+        let outcome = if result.is_ok() { "ok" } else { "error" };
+        crate::telemetry::observe("append_seconds", &[("outcome", outcome)], started.elapsed());
+        if result.is_ok() {
+            crate::telemetry::count_n("appended_records_total", &[], records.len() as u64);
+            let bytes: usize = records.iter().map(crate::stream::partition::record_size).sum();
+            crate::telemetry::count_n("appended_bytes_total", &[], bytes as u64);
+        }
+        result
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(stream = %format_args!("{topic}/{partition}")))]
+    async fn read(&self, topic: &str, partition: u32, req: ReadRequest) -> ApiResult<ReadResult> {
+        let stream = self.resolve_current(topic, partition).await?;
+        self.check_serving()?;
+        // Forwarded here by a node that sees the stream placed here while
+        // this view has it unplaced: catch up rather than serve a stale end.
+        let unplaced = matches!(
+            self.meta.view().streams.get(&stream).map(|r| &r.state),
+            Some(StreamState::Closed)
+        );
+        if is_forwarded() && unplaced {
+            // If this fails the read below is answered from the older view,
+            // as "not here" (retryable), never as data past what we know.
+            let _ = self.meta.sync(std::time::Duration::from_millis(500)).await;
+        }
+        let req = ReadRequest {
+            limit: req.limit.max(1),
+            wait: req.wait.min(self.config.max_wait),
+            ..req
+        };
+        if self.open_stream(stream).is_none() {
+            if let Some(addr) = self.forward_target(stream) {
+                return tokio::select! {
+                    r = self.forwarder.read(&addr, self.meta.applied().0, topic, partition, &req) => r,
+                    _ = self.live_reads_ended() => Err(ApiError::unavailable("node is shutting down")),
+                };
+            }
+        }
+        let (first, at_end) = self.read_once(stream, req.from, &req).await?;
+        if !at_end || req.wait.is_zero() {
+            return Ok(first);
+        }
+        // Long poll: wait for the high watermark to pass `from`, the time to
+        // run out, or live reads to end.
+        let from = ReadFrom::At(first.next_offset);
+        let deadline = tokio::time::Instant::now() + req.wait.min(self.config.max_wait);
+        // A stream that is not open here (closed, being placed) can only
+        // grow once it is opened: wait for the view to open it here.
+        let s = loop {
+            let mut applied = self.meta.subscribe();
+            if let Some(s) = self.open_stream(stream) {
+                break s;
+            }
+            tokio::select! {
+                _ = applied.changed() => {}
+                _ = tokio::time::sleep_until(deadline) => return Ok(first),
+                _ = self.live_reads_ended() => return Err(ApiError::unavailable("node is shutting down")),
+            }
+        };
+        let mut hw = s.watch_high_watermark();
+        let target = first.next_offset;
+        tokio::select! {
+            _ = hw.wait_for(|h| *h > target) => {}
+            _ = tokio::time::sleep_until(deadline) => return Ok(first),
+            _ = self.live_reads_ended() => return Err(ApiError::unavailable("node is shutting down")),
+        }
+        Ok(self.read_once(stream, from, &req).await?.0)
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(stream = %format_args!("{topic}/{partition}")))]
+    async fn append_batch(&self, topic: &str, partition: u32, batch: bytes::Bytes) -> ApiResult<Appended> {
+        let stream = self.resolve(topic, partition)?;
+        if self.phase() != Phase::Ready {
+            return Err(ApiError::unavailable(format!("node is {}", self.phase().as_str())));
+        }
+        let s = self.open_stream(stream).ok_or_else(|| self.not_here(stream))?;
+        let started = tokio::time::Instant::now();
+        let result = s.append_batch(&self.wal, &batch).await;
+        let outcome = if result.is_ok() { "ok" } else { "error" };
+        crate::telemetry::observe("append_seconds", &[("outcome", outcome)], started.elapsed());
+        if let Ok(a) = &result {
+            crate::telemetry::count_n("appended_records_total", &[], u64::from(a.count));
+            crate::telemetry::count_n("appended_bytes_total", &[], batch.len() as u64);
+        }
+        result
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(stream = %format_args!("{topic}/{partition}")))]
+    async fn read_batches(
+        &self,
+        topic: &str,
+        partition: u32,
+        from: Offset,
+        max_bytes: usize,
+        wait: std::time::Duration,
+    ) -> ApiResult<BatchRead> {
+        let stream = self.resolve(topic, partition)?;
+        self.check_serving()?;
+        let first = self.read_batches_once(stream, from, max_bytes).await?;
+        if !first.batches.is_empty() || wait.is_zero() {
+            return Ok(first);
+        }
+        let deadline = tokio::time::Instant::now() + wait.min(self.config.max_wait);
+        let s = loop {
+            let mut applied = self.meta.subscribe();
+            if let Some(s) = self.open_stream(stream) {
+                break s;
+            }
+            tokio::select! {
+                _ = applied.changed() => {}
+                _ = tokio::time::sleep_until(deadline) => return Ok(first),
+                _ = self.live_reads_ended() => return Err(ApiError::unavailable("node is shutting down")),
+            }
+        };
+        let mut hw = s.watch_high_watermark();
+        tokio::select! {
+            _ = hw.wait_for(|h| *h > from) => {}
+            _ = tokio::time::sleep_until(deadline) => return Ok(first),
+            _ = self.live_reads_ended() => return Err(ApiError::unavailable("node is shutting down")),
+        }
+        self.read_batches_once(stream, from, max_bytes).await
+    }
+
+    async fn leader_epoch_end(&self, topic: &str, partition: u32, epoch: StreamEpoch) -> ApiResult<Offset> {
+        let id = self.resolve(topic, partition)?;
+        let Some(open) = self.open_stream(id) else {
+            return Err(self.not_here(id));
+        };
+        let view = self.meta.view();
+        let ended = view.streams.get(&id).and_then(|row| row.epoch_end(epoch));
+        Ok(ended.unwrap_or_else(|| open.high_watermark()))
+    }
+}
