@@ -6,7 +6,7 @@
 mod support;
 
 use bytes::Bytes;
-use sluice::api::{Engine, ErrorCode};
+use sluice::api::{ErrorCode, Records, Topics};
 use sluice::node::{Backends, Node};
 use sluice::store::{FaultConfig, FaultyStore, MemoryStore};
 use sluice::stream::batch::Record;

@@ -5,7 +5,7 @@
 mod support;
 
 use bytes::Bytes;
-use sluice::api::{Engine, ErrorCode, ReadFrom, ReadRequest};
+use sluice::api::{Cluster, ErrorCode, ReadFrom, ReadRequest, Records, Topics};
 use sluice::ids::{NodeId, Offset, StreamId};
 use sluice::meta::StreamState;
 use sluice::node::{Backends, Node, Phase};

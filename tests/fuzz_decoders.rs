@@ -20,7 +20,7 @@ mod support;
 use bytes::Bytes;
 use proptest::prelude::*;
 use proptest::test_runner::{Config as ProptestConfig, TestRunner};
-use sluice::api::Engine;
+use sluice::api::{Cluster, Topics};
 use sluice::ids::{NodeEpoch, NodeId, Offset, SegmentSeq, StreamEpoch, StreamId, TopicId};
 use sluice::kafka::wire::Writer;
 use sluice::stream::batch::{encode_batch, Record};
@@ -143,7 +143,7 @@ fn record(value: &str) -> Record {
     }
 }
 
-fn open(engine: &dyn Engine, topic: &str) -> bool {
+fn open(engine: &dyn Topics, topic: &str) -> bool {
     engine
         .describe_topic(topic)
         .is_ok_and(|d| d.partition_info.iter().all(|p| p.state == "open"))
@@ -286,16 +286,13 @@ fn kafka_request_frames_decode_or_fail_without_panicking() {
         auto_create_topics: false,
         ..sluice::kafka::Options::defaults()
     };
+    let services = node.services();
     fuzz("kafka", valid_kafka_requests(), |frame| {
         let frame = Bytes::copy_from_slice(frame);
         rt.block_on(async {
             // Errors close the connection; a stuck request would hit the
             // timeout; neither is a failure here. Panics are.
-            let _ = tokio::time::timeout(
-                Duration::from_secs(2),
-                sluice::kafka::handle(node.as_ref(), opts, frame),
-            )
-            .await;
+            let _ = tokio::time::timeout(Duration::from_secs(2), sluice::kafka::handle(&services, opts, frame)).await;
         });
     });
     assert!(rt.block_on(async { node.ready() }).ready, "the node still serves");

@@ -4,7 +4,7 @@
 mod support;
 
 use bytes::Bytes;
-use sluice::api::{Engine, ErrorCode};
+use sluice::api::{ErrorCode, Records, Topics};
 use sluice::meta::{ConfigUpdate, StreamState};
 use sluice::node::{Backends, Node};
 use sluice::store::PutOutcome;

@@ -275,7 +275,7 @@ async fn a_long_poll_on_a_stream_not_yet_placed_waits_instead_of_spinning() {
     let (node, url) = serve(&[]).await;
     let client = reqwest::Client::new();
     // Create through the engine, then poll at once, before placement.
-    use sluice::api::Engine;
+    use sluice::api::Topics as _;
     node.create_topic("t", 1, Default::default()).await.unwrap();
     let started = Instant::now();
     let r: Value = client

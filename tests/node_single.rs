@@ -4,7 +4,7 @@
 mod support;
 
 use bytes::Bytes;
-use sluice::api::{Engine, ErrorCode, ReadFrom, ReadRequest};
+use sluice::api::{ErrorCode, ReadFrom, ReadRequest, Records, Topics};
 use sluice::ids::{NodeEpoch, Offset};
 use sluice::node::Node;
 use std::sync::Arc;

@@ -9,7 +9,7 @@ use crate::support;
 use bytes::Bytes;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use sluice::api::{Engine, ErrorCode, ReadFrom, ReadRequest, ReadResult};
+use sluice::api::{ErrorCode, ReadFrom, ReadRequest, ReadResult, Records, Topics};
 use sluice::ids::{Offset, StreamId, TopicId};
 use sluice::meta::store_log::StoreLog;
 use sluice::meta::StreamState;
