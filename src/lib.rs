@@ -10,15 +10,22 @@
 //! - [`meta`]: the metadata log, the view and its pure `apply`, the proposer.
 //! - [`wal`]: segments, the group-commit writer, takeover and replay.
 //! - [`stream`]: record batches, per-stream buffers, data objects, reads.
-//! - [`api`]: what the front doors ask of a node, and the public error kinds.
+//! - [`api`]: what the front doors ask of a node, as capability traits
+//!   (`Records`, `Topics`, `GroupOffsets`, `ProducerIds`, `Tokens`,
+//!   `Cluster`, one file each) bundled in [`api::Services`], and the public
+//!   error kinds. It imports no front door and not `node`.
 //! - [`auth`]: tokens, scopes and the authenticator behind `--auth on`.
-//! - [`node`]: one `sluice serve` process: registration, control loops, the engine.
+//! - [`node`]: one `sluice serve` process: registration, control loops, and
+//!   the capabilities it serves (`node/engine/`, one file per trait).
 //! - [`cluster`]: the lease holder's duties: liveness, fencing, takeover, placement.
 //! - [`config`]: every flag and its validation.
 //! - [`http`], [`cli`], [`server`], [`bench`]: the HTTP front door, the client
 //!   commands, `sluice serve`, and the load generator.
-//! - [`kafka`]: the Kafka front door (bounded framing and request budgets in
-//!   `kafka::framing`).
+//! - [`kafka`]: the Kafka front door: the listener and dispatch in
+//!   `kafka/mod.rs`, one module per request family (`produce`, `fetch`,
+//!   `metadata`, `list_offsets`, `producer_ids`, `leader_epoch`, groups,
+//!   admin), bounded framing and request budgets in `kafka::framing`, and
+//!   per-principal authorization wrapping each capability in `kafka::authz`.
 //! - [`net`]: what both listeners share: TLS, the connection caps (total, per
 //!   client address, and the probe lane past them), read and body timeouts.
 //! - [`telemetry`]: logs and Prometheus metrics.

@@ -1,30 +1,13 @@
 //! Fetch: stored batches of each asked partition within the request's and
 //! the node's byte bounds, with Kafka's long poll (`max_wait_ms`,
-//! `min_bytes`), and the leader-epoch check ListOffsets and
-//! OffsetForLeaderEpoch share.
+//! `min_bytes`). The leader-epoch check is [`super::leader_epoch`]'s.
 
+use super::leader_epoch::{check_leader_epoch, stream_epoch};
 use super::proto::*;
 use super::{code, error_code};
 use crate::api::Services;
 use crate::ids::Offset;
 use std::time::Duration;
-
-/// A request's current leader epoch (-1 = not given) against the stream
-/// epoch: older → `FENCED_LEADER_EPOCH`, newer → `UNKNOWN_LEADER_EPOCH`.
-pub fn check_leader_epoch(requested: i32, stream_epoch: u64) -> Option<i16> {
-    let requested = u64::try_from(requested).ok()?;
-    match requested.cmp(&stream_epoch) {
-        std::cmp::Ordering::Less => Some(code::FENCED_LEADER_EPOCH),
-        std::cmp::Ordering::Greater => Some(code::UNKNOWN_LEADER_EPOCH),
-        std::cmp::Ordering::Equal => None,
-    }
-}
-
-pub(super) fn stream_epoch(engine: &Services, topic: &str, partition: u32) -> Option<u64> {
-    let d = engine.topics.describe_topic(topic).ok()?;
-    let p = d.partition_info.iter().find(|p| p.partition == partition)?;
-    Some(p.stream_epoch.get())
-}
 
 fn fetch_error(partition: i32, error_code: i16) -> FetchPartitionResponse {
     FetchPartitionResponse {

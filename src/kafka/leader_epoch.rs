@@ -1,6 +1,7 @@
 //! OffsetForLeaderEpoch (clients checking for log truncation after a
 //! leader change): its codec and handler over the
-//! [`Records`](crate::api::Records) capability.
+//! [`Records`](crate::api::Records) capability, and the current-leader-epoch
+//! check Fetch and ListOffsets share.
 
 use super::code;
 use super::wire::{DecodeResult, Reader, Writer};
@@ -8,6 +9,23 @@ use crate::api::Services;
 use crate::ids::StreamEpoch;
 
 pub const OFFSET_FOR_LEADER_EPOCH: i16 = 23;
+
+/// A request's current leader epoch (-1 = not given) against the stream
+/// epoch: older → `FENCED_LEADER_EPOCH`, newer → `UNKNOWN_LEADER_EPOCH`.
+pub fn check_leader_epoch(requested: i32, stream_epoch: u64) -> Option<i16> {
+    let requested = u64::try_from(requested).ok()?;
+    match requested.cmp(&stream_epoch) {
+        std::cmp::Ordering::Less => Some(code::FENCED_LEADER_EPOCH),
+        std::cmp::Ordering::Greater => Some(code::UNKNOWN_LEADER_EPOCH),
+        std::cmp::Ordering::Equal => None,
+    }
+}
+
+pub(super) fn stream_epoch(engine: &Services, topic: &str, partition: u32) -> Option<u64> {
+    let d = engine.topics.describe_topic(topic).ok()?;
+    let p = d.partition_info.iter().find(|p| p.partition == partition)?;
+    Some(p.stream_epoch.get())
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeaderEpochRequest {
@@ -106,10 +124,10 @@ async fn leader_epoch_end(
     asked: i32,
 ) -> Result<(i32, i64), i16> {
     let p = u32::try_from(partition).map_err(|_| code::UNKNOWN_TOPIC_OR_PARTITION)?;
-    let Some(epoch) = super::fetch::stream_epoch(engine, topic, p) else {
+    let Some(epoch) = stream_epoch(engine, topic, p) else {
         return Err(code::UNKNOWN_TOPIC_OR_PARTITION);
     };
-    if let Some(error) = super::fetch::check_leader_epoch(current, epoch) {
+    if let Some(error) = check_leader_epoch(current, epoch) {
         return Err(error);
     }
     let Ok(asked) = u64::try_from(asked) else {

@@ -1,7 +1,7 @@
 //! ListOffsets: a partition's earliest or latest offset, or the first
 //! offset at or after a timestamp (scanning stored batch headers).
 
-use super::fetch::check_leader_epoch;
+use super::leader_epoch::check_leader_epoch;
 use super::proto::*;
 use super::{code, error_code};
 use crate::api::{ApiError, ErrorCode, Services};

@@ -1,9 +1,21 @@
-//! The Kafka wire protocol front door: a TCP listener, bounded framing
-//! (`framing.rs`: frame caps before and after login, byte budgets for
-//! requests read ahead, per connection and per node), and
-//! handlers for ApiVersions, Metadata, Produce, Fetch, ListOffsets, the
-//! classic consumer-group APIs (`coordinator.rs`, `groups.rs`) and the
-//! admin APIs (`admin.rs`) over the node's [`Services`].
+//! The Kafka wire protocol front door. This file is the TCP listener, the
+//! per-connection loop (pipelined Produce, responses in request order) and
+//! the dispatch of each request to its handler, over the node's
+//! [`Services`] (wrapped per principal by [`authz`] with `--auth on`).
+//!
+//! # Layout
+//!
+//! - `framing`: frame caps before and after login, byte budgets for requests
+//!   read ahead, per connection and per node.
+//! - [`wire`], [`proto`]: bounded decoding and the request/response codecs
+//!   (`proto::SUPPORTED`: the API keys and versions).
+//! - [`sasl`]: SASL/PLAIN login and the per-frame gate; [`authz`]: what each
+//!   capability call needs of the principal.
+//! - `metadata`, `produce`, `fetch`, `list_offsets`: those requests.
+//! - [`producer_ids`]: InitProducerId; [`leader_epoch`]: OffsetForLeaderEpoch
+//!   and the current-leader-epoch check.
+//! - `coordinator`, [`groups`], [`group_proto`]: the classic consumer-group
+//!   APIs; `admin`, [`admin_proto`]: the admin APIs.
 //!
 //! Requests are decoded by this module's own bounded decoders
 //! ([`wire::Reader`]): every array count and string length is checked
