@@ -40,14 +40,15 @@ pub async fn serve(config: Config) -> anyhow::Result<Exit> {
 
 /// Serve `node` on `listener` (HTTP) and `kafka` until a signal or a fence.
 pub async fn run(node: Arc<Node>, listener: TcpListener, kafka: Option<TcpListener>) -> anyhow::Result<Exit> {
-    let app = crate::http::router(node.clone());
+    let services = node.services();
+    let app = crate::http::router(services.clone());
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let (kafka_stop_tx, kafka_stop_rx) = tokio::sync::watch::channel(false);
     let transport = crate::net::Transport::from_config(&node.config);
     let kafka = kafka.map(|l| {
         let opts = crate::kafka::Options::from_config(&node.config);
         tokio::spawn(crate::kafka::serve_with(
-            node.clone(),
+            services,
             l,
             opts,
             transport.clone(),
