@@ -320,6 +320,11 @@ pub fn is_forwarded() -> bool {
 /// log index the forwarding node had applied (older nodes send `1`).
 pub const FORWARDED_HEADER: &str = "sluice-forwarded";
 
+/// The header a forwarded Durable Streams append carries its
+/// [`DsWrite`](crate::stream::writers::DsWrite) in (JSON); honoured only on
+/// forwarded requests.
+pub const DS_WRITE_HEADER: &str = "sluice-ds-write";
+
 /// The header that proves a forwarded request comes from a node of this
 /// cluster (see `node::peer`); without it [`FORWARDED_HEADER`] is ignored.
 pub const PEER_HEADER: &str = "sluice-peer";

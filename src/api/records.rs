@@ -1,10 +1,12 @@
 //! The records capability: appending to and reading from one partition,
 //! as records (HTTP, Durable Streams) or as stored RecordBatch v2 bytes
-//! (Kafka), and where a leader epoch ended.
+//! (Kafka), Durable Streams writes checked by the stream's sequencer, and
+//! where a leader epoch ended.
 
 use super::{ApiResult, Appended, BatchRead, ReadRequest, ReadResult};
 use crate::ids::{Offset, StreamEpoch};
 use crate::stream::batch::Record;
+use crate::stream::writers::{DsAppend, DsWrite};
 use async_trait::async_trait;
 use std::time::Duration;
 
@@ -17,6 +19,17 @@ pub trait Records: Send + Sync + 'static {
     /// Records from `req.from` on, within `req`'s bounds; a long poll waits
     /// up to `req.wait` when there are none yet.
     async fn read(&self, topic: &str, partition: u32, req: ReadRequest) -> ApiResult<ReadResult>;
+
+    /// Append records for a Durable Streams writer: on the stream's owner,
+    /// its producer and `Stream-Seq` are checked and the records appended in
+    /// one step (no records: only checked). Forwarded like `append`.
+    async fn append_durable(
+        &self,
+        topic: &str,
+        partition: u32,
+        write: DsWrite,
+        records: Vec<Record>,
+    ) -> ApiResult<DsAppend>;
 
     /// Append one producer-encoded RecordBatch v2 (CRC-checked by the
     /// caller) to a partition this node owns, assigning its offsets; returns

@@ -7,6 +7,7 @@ use crate::meta::{ChunkCommit, Command, IndexedChunk, Outcome, StreamState};
 use crate::node::{keys, Node};
 use crate::stream::dataobj::DataObjectBuilder;
 use crate::stream::producers::{ProducerBatch, ProducerTable};
+use crate::stream::writers::WriterTable;
 use crate::wal::segment::WalEntry;
 use crate::wal::takeover::{fence_and_read, replay, Fencer, Recovering};
 use std::collections::BTreeMap;
@@ -90,6 +91,7 @@ pub async fn take_over(node: &Node, dead: &NodeId, dead_epoch: NodeEpoch) -> any
                 stream: m.stream,
                 stream_epoch: streams[&m.stream].stream_epoch,
                 producers: ProducerTable::compact(tails[&m.stream].iter().filter_map(producer_batch)),
+                writers: WriterTable::of_batches(tails[&m.stream].iter().map(|e| &e.batch[..])),
                 chunk: IndexedChunk {
                     base: m.base_offset,
                     end: m.end_offset,

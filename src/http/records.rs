@@ -275,6 +275,9 @@ pub async fn append_to_partition(
     let params = params(query)?;
     let enc = encoding(&params)?;
     let p = checked_partition(&state, &topic, &partition).await?;
+    if let Some(write) = headers.get(crate::api::DS_WRITE_HEADER) {
+        return append_durable_forwarded(&state, &topic, p, write, &headers, body, enc).await;
+    }
     let incoming = parse_body(&state, &headers, body, enc)?;
     let mut records = Vec::with_capacity(incoming.len());
     for (i, r) in incoming.into_iter().enumerate() {
@@ -291,6 +294,46 @@ pub async fn append_to_partition(
     Ok(Json(
         json!({ "partition": p, "base_offset": appended.base.get(), "count": appended.count }),
     ))
+}
+
+/// A Durable Streams append forwarded by another node: its write in the
+/// header, its records (none for a check only) in the body, as that node's
+/// `Forwarder` sends them. Answered with the sequencer's outcome.
+async fn append_durable_forwarded(
+    state: &AppState,
+    topic: &str,
+    p: u32,
+    write: &axum::http::HeaderValue,
+    headers: &HeaderMap,
+    body: Bytes,
+    enc: Encoding,
+) -> HttpResult<Json<Value>> {
+    if !crate::api::is_forwarded() {
+        return Err(invalid(format!(
+            "{} is only accepted from another node of the cluster",
+            crate::api::DS_WRITE_HEADER
+        )));
+    }
+    let write: crate::stream::writers::DsWrite = write
+        .to_str()
+        .ok()
+        .and_then(|w| serde_json::from_str(w).ok())
+        .ok_or_else(|| {
+            invalid(format!(
+                "{} is not a Durable Streams write",
+                crate::api::DS_WRITE_HEADER
+            ))
+        })?;
+    let records = if body.is_empty() {
+        Vec::new()
+    } else {
+        parse_body(state, headers, body, enc)?
+            .into_iter()
+            .map(|r| r.record)
+            .collect()
+    };
+    let outcome = state.engine.records.append_durable(topic, p, write, records).await?;
+    Ok(Json(json!({ "partition": p, "durable": outcome })))
 }
 
 // ---------------------------------------------------------------------------

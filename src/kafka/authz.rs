@@ -7,7 +7,7 @@
 //!
 //! | capability | call | needs |
 //! | --- | --- | --- |
-//! | records | append, append_batch | `write` |
+//! | records | append, append_batch, append_durable | `write` |
 //! | records | read, read_batches, leader_epoch_end | `read` |
 //! | topics | describe_topic(_current), partitions(_current), list_topics (filtered) | any op on the topic |
 //! | topics | create_topic (incl. auto-create), delete_topic, add_partitions, alter_topic_config | `admin` |
@@ -109,6 +109,16 @@ impl Records for Scoped<dyn Records> {
     async fn append_batch(&self, topic: &str, partition: u32, batch: bytes::Bytes) -> ApiResult<Appended> {
         self.need(Op::Write, topic)?;
         self.inner.append_batch(topic, partition, batch).await
+    }
+    async fn append_durable(
+        &self,
+        topic: &str,
+        partition: u32,
+        write: crate::stream::writers::DsWrite,
+        records: Vec<Record>,
+    ) -> ApiResult<crate::stream::writers::DsAppend> {
+        self.need(Op::Write, topic)?;
+        self.inner.append_durable(topic, partition, write, records).await
     }
     async fn read_batches(
         &self,
@@ -322,6 +332,18 @@ mod tests {
         assert!(forbidden(s.records.read("theirs", 0, read_req()).await));
         let batch = bytes::Bytes::from_static(b"not reached");
         assert!(forbidden(s.records.append_batch("theirs", 0, batch).await));
+        let write = crate::stream::writers::DsWrite {
+            stream_seq: Some("1".into()),
+            ..Default::default()
+        };
+        let stored = s.records.append_durable("mine", 0, write.clone(), vec![record()]).await;
+        assert!(
+            matches!(stored, Ok(crate::stream::writers::DsAppend::Stored { .. })),
+            "{stored:?}"
+        );
+        assert!(forbidden(
+            s.records.append_durable("theirs", 0, write, vec![record()]).await
+        ));
         assert!(forbidden(
             s.records.read_batches("theirs", 0, Offset(0), 1, Duration::ZERO).await
         ));

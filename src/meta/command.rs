@@ -94,6 +94,9 @@ pub struct ChunkCommit {
     /// so the view's producer state follows the committed end.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub producers: Vec<crate::stream::producers::ProducerBatch>,
+    /// Durable Streams writer state the chunk's batches add up to.
+    #[serde(default, skip_serializing_if = "crate::stream::writers::WriterTable::is_empty")]
+    pub writers: crate::stream::writers::WriterTable,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

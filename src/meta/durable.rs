@@ -1,7 +1,12 @@
 //! What a Durable Streams stream needs beyond an ordinary topic: its content
-//! type, its lifetime (TTL or an absolute expiry), whether it is closed, and
-//! the writer state that makes appends idempotent (`Stream-Seq` and the
-//! `Producer-*` headers).
+//! type, its lifetime (TTL or an absolute expiry) and whether it is closed.
+//!
+//! The writer state that makes appends idempotent (`Stream-Seq` and the
+//! `Producer-*` headers) is not here any more: the stream's sequencer keeps
+//! it with the records (`crate::stream::writers`). Older releases kept it
+//! here; those fields and updates are still decoded and applied so old
+//! snapshots and log entries read the same, and are only used to seed the
+//! sequencer's check for a writer it knows nothing of.
 //!
 //! It lives in the topic's configuration ([`super::TopicConfig::durable`]),
 //! so it is in the metadata log and in every node's view, survives restarts
@@ -42,10 +47,10 @@ pub struct DurableMeta {
     /// recognised as a duplicate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub closed_by: Option<ProducerMark>,
-    /// The highest `Stream-Seq` accepted (compared as bytes).
+    /// Legacy (older releases): the highest `Stream-Seq` accepted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_seq: Option<String>,
-    /// Idempotent producers by `Producer-Id`.
+    /// Legacy (older releases): idempotent producers by `Producer-Id`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub producers: BTreeMap<String, ProducerState>,
     /// Set on a fork: the stream whose prefix it starts with.
@@ -117,9 +122,9 @@ pub enum DurableUpdate {
     Touch { at_ms: i64 },
     /// Close the stream at end offset `at` (a no-op when already closed).
     Close { at: Offset, by: Option<ProducerMark> },
-    /// A `Stream-Seq` was accepted.
+    /// Legacy (older releases): a `Stream-Seq` was accepted.
     Seq(String),
-    /// A producer's append was accepted.
+    /// Legacy (older releases): a producer's append was accepted.
     Producer { id: String, state: ProducerState },
 }
 

@@ -665,6 +665,7 @@ impl View {
             for b in &c.producers {
                 row.producers.record(*b);
             }
+            row.producers.writers_mut().merge(&c.writers);
         }
     }
 

@@ -86,6 +86,7 @@ pub async fn flush_now(node: &Node, streams: &[Arc<OpenStream>]) {
             stream: s.id,
             stream_epoch: s.epoch,
             producers: f.producers.clone(),
+            writers: f.writers.clone(),
             chunk: IndexedChunk {
                 base: m.base_offset,
                 end: m.end_offset,

@@ -6,10 +6,12 @@
 //! base64-encoded so any record round-trips.
 
 use crate::api::{
-    ApiError, ApiResult, Appended, ErrorCode, ReadFrom, ReadRequest, ReadResult, FORWARDED_HEADER, PEER_HEADER,
+    ApiError, ApiResult, Appended, ErrorCode, ReadFrom, ReadRequest, ReadResult, DS_WRITE_HEADER, FORWARDED_HEADER,
+    PEER_HEADER,
 };
 use crate::ids::Offset;
 use crate::stream::batch::Record;
+use crate::stream::writers::{DsAppend, DsWrite};
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
 use bytes::Bytes;
@@ -63,6 +65,17 @@ fn unb64(v: &Value, what: &str) -> ApiResult<Option<Bytes>> {
             format!("owner sent {what} = {other}"),
         )),
     }
+}
+
+/// Records as the owner's records API reads them (`encoding=base64`).
+fn records_json(records: &[Record]) -> Vec<Value> {
+    records
+        .iter()
+        .map(|r| {
+            let headers: Map<String, Value> = r.headers.iter().map(|(k, v)| (k.clone(), b64(v))).collect();
+            json!({"key": b64(&r.key), "value": b64(&r.value), "headers": headers})
+        })
+        .collect()
 }
 
 /// The owner's answer did not have the shape of our own API: never guess a value.
@@ -138,13 +151,7 @@ impl Forwarder {
         partition: u32,
         records: &[Record],
     ) -> ApiResult<Appended> {
-        let records: Vec<Value> = records
-            .iter()
-            .map(|r| {
-                let headers: Map<String, Value> = r.headers.iter().map(|(k, v)| (k.clone(), b64(v))).collect();
-                json!({"key": b64(&r.key), "value": b64(&r.value), "headers": headers})
-            })
-            .collect();
+        let records = records_json(records);
         let url = format!(
             "{}://{addr}/v1/topics/{topic}/partitions/{partition}/records?encoding=base64",
             self.scheme
@@ -171,6 +178,41 @@ impl Forwarder {
                 format!("owner at {addr} answered {body}"),
             )),
         }
+    }
+
+    /// A Durable Streams append, checked and appended on the owner: the
+    /// write travels in the [`DS_WRITE_HEADER`] header, the records as in
+    /// [`Forwarder::append`] (none: an empty body).
+    pub async fn append_durable(
+        &self,
+        addr: &str,
+        applied: u64,
+        topic: &str,
+        partition: u32,
+        write: &DsWrite,
+        records: &[Record],
+    ) -> ApiResult<DsAppend> {
+        let url = format!(
+            "{}://{addr}/v1/topics/{topic}/partitions/{partition}/records?encoding=base64",
+            self.scheme
+        );
+        let write = serde_json::to_string(write).expect("a write serializes");
+        let mut marks = self.marks(addr, applied)?;
+        let value = reqwest::header::HeaderValue::from_str(&write)
+            .map_err(|e| ApiError::invalid(format!("Durable Streams write not sendable: {e}")))?;
+        marks.insert(DS_WRITE_HEADER, value);
+        let req = self.client.post(url).headers(marks);
+        let req = if records.is_empty() {
+            req
+        } else {
+            req.json(&json!({ "records": records_json(records) }))
+        };
+        let resp = req.send().await.map_err(|e| unreachable_owner(addr, e))?;
+        if !resp.status().is_success() {
+            return Err(error_from(addr, resp).await);
+        }
+        let body: Value = resp.json().await.map_err(|e| unreachable_owner(addr, e))?;
+        serde_json::from_value(body["durable"].clone()).map_err(|_| malformed(addr, &format!("{body}")))
     }
 
     pub async fn read(

@@ -1,5 +1,6 @@
 //! Streams: the record batch format, the per-stream sequencer and tail, the
-//! memory budget, data objects, and reads of committed records.
+//! memory budget, data objects, reads of committed records, and the
+//! idempotence state of Kafka producers and Durable Streams writers.
 pub mod batch;
 pub mod budget;
 pub mod codec;
@@ -7,3 +8,4 @@ pub mod dataobj;
 pub mod partition;
 pub mod producers;
 pub mod reader;
+pub mod writers;

@@ -9,6 +9,7 @@
 use super::batch::{decode_records, encode_batch, Record};
 use super::budget::Budget;
 use super::producers::{ProducerBatch, ProducerTable, Verdict};
+use super::writers::{DsAppend, DsVerdict, DsWrite, WriterMark, WriterTable};
 use crate::api::{ApiError, Appended, ErrorCode};
 use crate::ids::{Offset, StreamEpoch, StreamId};
 use crate::wal::segment::{ProducerInfo, WalEntry};
@@ -30,6 +31,47 @@ pub struct TailBatch {
     pub appended_at: Instant,
     /// Set when an idempotent producer wrote the batch.
     pub producer: Option<ProducerBatch>,
+    /// Set when a Durable Streams writer stored the batch.
+    pub writer: Option<WriterMark>,
+}
+
+/// What is checked before an append is given offsets.
+#[derive(Debug, Clone)]
+enum Guard {
+    None,
+    /// A Kafka idempotent producer's batch.
+    Kafka(ProducerInfo),
+    /// A Durable Streams writer's append.
+    Durable(DsWrite),
+}
+
+/// The outcome of the step under the lock.
+enum Step {
+    Assigned {
+        base: Offset,
+        end: Offset,
+        ack: tokio::sync::oneshot::Receiver<Result<crate::ids::SegmentSeq, crate::wal::WalError>>,
+    },
+    /// A Kafka retry of the batch stored at `base`.
+    Retry { base: Offset, count: u32 },
+    /// A Durable Streams write not to append (duplicate or refused).
+    Declined(DsVerdict),
+}
+
+/// Where an append ended up.
+enum Landed {
+    Appended(Appended),
+    Declined(DsVerdict),
+}
+
+impl Landed {
+    /// Only Durable Streams writes are ever declined.
+    fn appended(self) -> Result<Appended, ApiError> {
+        match self {
+            Landed::Appended(a) => Ok(a),
+            Landed::Declined(v) => Err(ApiError::new(ErrorCode::Internal, format!("append declined: {v:?}"))),
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -54,6 +96,8 @@ pub struct Flushable {
     pub bytes: usize,
     /// The last few idempotent-producer batches of the range, per producer.
     pub producers: Vec<ProducerBatch>,
+    /// The Durable Streams writer state the range's batches add up to.
+    pub writers: WriterTable,
 }
 
 #[derive(Debug)]
@@ -116,8 +160,11 @@ impl OpenStream {
         }
         let count = u32::try_from(records.len()).map_err(|_| ApiError::invalid("too many records in one append"))?;
         let max_timestamp = records.iter().map(|r| r.timestamp_ms).max().unwrap_or(0);
-        self.append_encoded(wal, count, max_timestamp, None, |base| encode_batch(base, records))
-            .await
+        self.append_encoded(wal, count, max_timestamp, Guard::None, |base| {
+            encode_batch(base, records)
+        })
+        .await
+        .and_then(Landed::appended)
     }
 
     /// Append one RecordBatch v2 a producer encoded (validated by the
@@ -143,13 +190,73 @@ impl OpenStream {
             producer_epoch: info.producer_epoch,
             base_sequence: info.base_sequence,
         });
-        self.append_encoded(wal, count, info.max_timestamp, producer, |base| {
+        let guard = producer.map_or(Guard::None, Guard::Kafka);
+        self.append_encoded(wal, count, info.max_timestamp, guard, |base| {
             let mut bytes = bytes::BytesMut::from(batch);
             super::batch::set_base_offset(&mut bytes, base);
             super::batch::set_leader_epoch(&mut bytes, epoch);
             bytes.freeze()
         })
         .await
+        .and_then(Landed::appended)
+    }
+
+    /// Append `records` for a Durable Streams writer: its producer and
+    /// `Stream-Seq` are checked against the stream's writer state and the
+    /// records are given offsets in the same step, under the stream's lock,
+    /// so no two appends of one write are ever both stored. The batch
+    /// carries the write's [`WriterMark`](super::writers::WriterMark), which
+    /// is how a later owner learns the state.
+    ///
+    /// With no records only the check is made (a close without a body):
+    /// `Checked` says where the stream ends once everything assigned so far
+    /// is durable. A duplicate is answered once the original is durable.
+    pub async fn append_durable(
+        &self,
+        wal: &WalWriter,
+        write: &DsWrite,
+        records: &[Record],
+    ) -> Result<DsAppend, ApiError> {
+        if records.is_empty() {
+            let (verdict, next) = {
+                let inner = self.inner.lock().unwrap();
+                if !inner.accepting {
+                    return Err(ApiError::unavailable(format!("stream {} is closing", self.id)));
+                }
+                (inner.producers.writers().check(write), inner.next)
+            };
+            return match verdict {
+                DsVerdict::Accept => {
+                    self.await_duplicate(next, 0).await?;
+                    Ok(DsAppend::Checked { end: next })
+                }
+                v => self.declined(v).await,
+            };
+        }
+        let count = u32::try_from(records.len()).map_err(|_| ApiError::invalid("too many records in one append"))?;
+        let max_timestamp = records.iter().map(|r| r.timestamp_ms).max().unwrap_or(0);
+        let stamped = super::writers::stamp(records, write);
+        let guard = Guard::Durable(write.clone());
+        match self
+            .append_encoded(wal, count, max_timestamp, guard, |base| encode_batch(base, &stamped))
+            .await?
+        {
+            Landed::Appended(a) => Ok(DsAppend::Stored {
+                base: a.base,
+                count: a.count,
+            }),
+            Landed::Declined(v) => self.declined(v).await,
+        }
+    }
+
+    /// A write the sequencer did not append; a duplicate once its original
+    /// is durable.
+    async fn declined(&self, v: DsVerdict) -> Result<DsAppend, ApiError> {
+        if let DsVerdict::Duplicate { next, .. } = &v {
+            crate::telemetry::count("producer_duplicates_total", &[]);
+            self.await_duplicate(*next, 0).await?;
+        }
+        Ok(DsAppend::Declined(v))
     }
 
     /// Assign `count` offsets to the batch `encode` builds at its base
@@ -159,102 +266,16 @@ impl OpenStream {
         wal: &WalWriter,
         count: u32,
         max_timestamp: i64,
-        producer: Option<ProducerInfo>,
+        guard: Guard,
         encode: impl FnOnce(Offset) -> Bytes,
-    ) -> Result<Appended, ApiError> {
-        // A retried batch breaks out with its original offsets.
-        let assigned = 'assign: {
-            let mut inner = self.inner.lock().unwrap();
-            if !inner.accepting {
-                return Err(ApiError::unavailable(format!("stream {} is closing", self.id)));
-            }
-            if let Some(p) = &producer {
-                match inner
-                    .producers
-                    .check(p.producer_id, p.producer_epoch, p.base_sequence, count)
-                {
-                    Verdict::Append => {}
-                    Verdict::Duplicate { base, count } => break 'assign Err((base, count)),
-                    Verdict::OutOfOrder { expected } => {
-                        return Err(ApiError::new(
-                            ErrorCode::OutOfOrderSequence,
-                            format!(
-                                "producer {} epoch {}: sequence {} on {} does not follow the last batch (expected {expected})",
-                                p.producer_id, p.producer_epoch, p.base_sequence, self.id
-                            ),
-                        ))
-                    }
-                    Verdict::StaleEpoch { current } => {
-                        return Err(ApiError::new(
-                            ErrorCode::InvalidProducerEpoch,
-                            format!(
-                                "producer {} epoch {} on {} is older than epoch {current}",
-                                p.producer_id, p.producer_epoch, self.id
-                            ),
-                        ))
-                    }
-                }
-            }
-            let base = inner.next;
-            let batch = encode(base);
-            let reserved = batch.len();
-            if !self.budget.try_reserve(reserved) {
-                return Err(ApiError::new(
-                    ErrorCode::Throttled,
-                    format!(
-                        "{} bytes are buffered (limit {}); retry shortly",
-                        self.budget.used(),
-                        self.budget.limit()
-                    ),
-                ));
-            }
-            let end = base.plus(u64::from(count));
-            let entry = WalEntry {
-                stream: self.id,
-                stream_epoch: self.epoch,
-                base_offset: base,
-                record_count: count,
-                max_timestamp,
-                producer,
-                batch: batch.clone(),
-            };
-            let ack = match wal.append(entry) {
-                Ok(ack) => ack,
-                Err(e) => {
-                    self.budget.release(reserved);
-                    inner.accepting = false;
-                    return Err(ApiError::unavailable(e.to_string()));
-                }
-            };
-            inner.next = end;
-            let producer = producer.map(|p| ProducerBatch {
-                producer_id: p.producer_id,
-                producer_epoch: p.producer_epoch,
-                first_seq: p.base_sequence,
-                last_seq: ProducerBatch::last_seq_of(p.base_sequence, count),
-                base,
-                count,
-            });
-            if let Some(p) = producer {
-                inner.producers.record(p);
-            }
-            inner.tail.push_back(TailBatch {
-                base,
-                end,
-                max_timestamp,
-                bytes: batch,
-                reserved,
-                appended_at: Instant::now(),
-                producer,
-            });
-            Ok((base, end, ack))
-        };
-        let (base, end, ack) = match assigned {
-            Ok(a) => a,
-            Err((base, count)) => {
+    ) -> Result<Landed, ApiError> {
+        let (base, end, ack) = match self.assign(wal, count, max_timestamp, guard, encode)? {
+            Step::Assigned { base, end, ack } => (base, end, ack),
+            Step::Retry { base, count } => {
                 crate::telemetry::count("producer_duplicates_total", &[]);
-                return self.await_duplicate(base, count).await;
+                return self.await_duplicate(base, count).await.map(Landed::Appended);
             }
+            Step::Declined(v) => return Ok(Landed::Declined(v)),
         };
         // The ack is awaited in a task of its own: a caller that gives up
         // (a client timeout drops this future) must not leave the high
@@ -280,9 +301,126 @@ impl OpenStream {
             }
         });
         match settled.await {
-            Ok(Ok(())) => Ok(Appended { base, count }),
+            Ok(Ok(())) => Ok(Landed::Appended(Appended { base, count })),
             Ok(Err(e)) => Err(e),
             Err(_) => Err(ApiError::unavailable("append task stopped")),
+        }
+    }
+
+    /// The step under the stream's lock: check the guard, assign offsets,
+    /// hand the entry to the WAL, and remember the batch in the tail and
+    /// in the producer state.
+    fn assign(
+        &self,
+        wal: &WalWriter,
+        count: u32,
+        max_timestamp: i64,
+        guard: Guard,
+        encode: impl FnOnce(Offset) -> Bytes,
+    ) -> Result<Step, ApiError> {
+        let mut inner = self.inner.lock().unwrap();
+        if !inner.accepting {
+            return Err(ApiError::unavailable(format!("stream {} is closing", self.id)));
+        }
+        let producer = match &guard {
+            Guard::Kafka(p) => {
+                if let Some((base, count)) = self.check_kafka(&inner.producers, p, count)? {
+                    return Ok(Step::Retry { base, count });
+                }
+                Some(*p)
+            }
+            Guard::Durable(w) => match inner.producers.writers().check(w) {
+                DsVerdict::Accept => None,
+                v => return Ok(Step::Declined(v)),
+            },
+            Guard::None => None,
+        };
+        let base = inner.next;
+        let batch = encode(base);
+        let reserved = batch.len();
+        if !self.budget.try_reserve(reserved) {
+            return Err(ApiError::new(
+                ErrorCode::Throttled,
+                format!(
+                    "{} bytes are buffered (limit {}); retry shortly",
+                    self.budget.used(),
+                    self.budget.limit()
+                ),
+            ));
+        }
+        let end = base.plus(u64::from(count));
+        let entry = WalEntry {
+            stream: self.id,
+            stream_epoch: self.epoch,
+            base_offset: base,
+            record_count: count,
+            max_timestamp,
+            producer,
+            batch: batch.clone(),
+        };
+        let ack = match wal.append(entry) {
+            Ok(ack) => ack,
+            Err(e) => {
+                self.budget.release(reserved);
+                inner.accepting = false;
+                return Err(ApiError::unavailable(e.to_string()));
+            }
+        };
+        inner.next = end;
+        let producer = producer.map(|p| ProducerBatch {
+            producer_id: p.producer_id,
+            producer_epoch: p.producer_epoch,
+            first_seq: p.base_sequence,
+            last_seq: ProducerBatch::last_seq_of(p.base_sequence, count),
+            base,
+            count,
+        });
+        if let Some(p) = producer {
+            inner.producers.record(p);
+        }
+        let writer = match guard {
+            Guard::Durable(write) => Some(WriterMark {
+                write: write.stored(),
+                end,
+            }),
+            _ => None,
+        };
+        if let Some(m) = &writer {
+            inner.producers.writers_mut().record(m);
+        }
+        inner.tail.push_back(TailBatch {
+            base,
+            end,
+            max_timestamp,
+            bytes: batch,
+            reserved,
+            appended_at: Instant::now(),
+            producer,
+            writer,
+        });
+        Ok(Step::Assigned { base, end, ack })
+    }
+
+    /// Kafka's idempotence check: `Some` original offsets for a retry,
+    /// an error for a gap or an old epoch.
+    fn check_kafka(&self, t: &ProducerTable, p: &ProducerInfo, count: u32) -> Result<Option<(Offset, u32)>, ApiError> {
+        match t.check(p.producer_id, p.producer_epoch, p.base_sequence, count) {
+            Verdict::Append => Ok(None),
+            Verdict::Duplicate { base, count } => Ok(Some((base, count))),
+            Verdict::OutOfOrder { expected } => Err(ApiError::new(
+                ErrorCode::OutOfOrderSequence,
+                format!(
+                    "producer {} epoch {}: sequence {} on {} does not follow the last batch (expected {expected})",
+                    p.producer_id, p.producer_epoch, p.base_sequence, self.id
+                ),
+            )),
+            Verdict::StaleEpoch { current } => Err(ApiError::new(
+                ErrorCode::InvalidProducerEpoch,
+                format!(
+                    "producer {} epoch {} on {} is older than epoch {current}",
+                    p.producer_id, p.producer_epoch, self.id
+                ),
+            )),
         }
     }
 
@@ -416,6 +554,7 @@ impl OpenStream {
             parts: Vec::new(),
             bytes: 0,
             producers: Vec::new(),
+            writers: WriterTable::default(),
         };
         let mut producers = Vec::new();
         for b in inner.tail.iter().filter(|b| b.end <= hw) {
@@ -427,6 +566,9 @@ impl OpenStream {
             f.bytes += b.bytes.len();
             f.parts.push(b.bytes.clone());
             producers.extend(b.producer);
+            if let Some(m) = &b.writer {
+                f.writers.record(m);
+            }
         }
         f.producers = ProducerTable::compact(producers);
         if f.parts.is_empty() {

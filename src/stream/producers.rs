@@ -8,7 +8,11 @@
 //! batches each committed chunk carries), so the state survives transfers
 //! and failover: a new owner starts from the view, and a WAL takeover
 //! indexes the replayed entries' producer batches before the stream reopens.
+//!
+//! Durable Streams writers (keyed by their `Producer-Id` string) are kept in
+//! the same table, as a [`WriterTable`] of their own.
 
+use super::writers::WriterTable;
 use crate::ids::Offset;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
@@ -70,11 +74,22 @@ impl Entry {
 pub struct ProducerTable {
     #[serde(with = "crate::meta::view::map_as_pairs")]
     producers: BTreeMap<i64, Entry>,
+    /// The Durable Streams writers of the stream, beside Kafka's producers.
+    #[serde(default, skip_serializing_if = "WriterTable::is_empty")]
+    writers: WriterTable,
 }
 
 impl ProducerTable {
     pub fn is_empty(&self) -> bool {
-        self.producers.is_empty()
+        self.producers.is_empty() && self.writers.is_empty()
+    }
+
+    pub fn writers(&self) -> &WriterTable {
+        &self.writers
+    }
+
+    pub fn writers_mut(&mut self) -> &mut WriterTable {
+        &mut self.writers
     }
 
     pub fn len(&self) -> usize {

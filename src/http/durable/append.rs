@@ -3,18 +3,21 @@
 //! with `Stream-Seq` ordering and idempotent producers.
 //!
 //! Everything that can refuse the request is checked before the engine
-//! sees a record, so a refused append has appended nothing.
+//! sees a record, so a refused append has appended nothing. The producer
+//! and `Stream-Seq` checks are the stream sequencer's
+//! ([`crate::stream::writers`]): on the stream's owner, the check and the
+//! append are one step, whichever node the request came through.
 
 use super::headers::{self as h, media_type, Producer};
 use super::offset::token;
-use super::producer::{judge, Verdict};
 use super::reply::{DsError, Reply};
 use super::stream::{self, Found};
 use super::time::now_ms;
 use super::{json, DsState};
 use crate::ids::Offset;
-use crate::meta::durable::{DurableUpdate, ProducerMark, ProducerState};
+use crate::meta::durable::{DurableMeta, DurableUpdate, ProducerMark};
 use crate::stream::batch::Record;
+use crate::stream::writers::{DsAppend, DsVerdict, DsWrite, ProducerSeq, WriterState};
 use axum::body::Bytes;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
@@ -79,115 +82,56 @@ pub async fn append(
 ) -> Result<Response, DsError> {
     let req = parse(headers, body?)?;
     let found = stream::find(st, path).await?;
-    let lock = st.lock_for(&found.topic);
-    let _guard = lock.lock().await;
-    // Read the state again under the lock: the previous holder's changes
-    // are in the view now.
-    let found = stream::find(st, path).await?;
-    append_locked(st, found, req).await
-}
-
-async fn append_locked(st: &DsState, found: Found, req: Request) -> Result<Response, DsError> {
-    let meta = &found.meta;
-    if let Some(p) = &req.producer {
-        match judge(meta.producers.get(&p.id), p) {
-            Verdict::Accept => {}
-            Verdict::Duplicate { last_seq } => {
-                let at = match meta.closed_at {
-                    Some(at) => at,
-                    None => meta.producers[&p.id].next_offset,
-                };
-                let r = Reply::new(StatusCode::NO_CONTENT)
-                    .header(h::NEXT_OFFSET, token(at))
-                    .header_if(meta.closed(), h::CLOSED, "true");
-                return Ok(producer_headers(r, p.epoch, last_seq).build());
-            }
-            Verdict::StaleEpoch { current } => {
-                return Err(
-                    DsError::new(StatusCode::FORBIDDEN, "producer epoch is stale").with(h::PRODUCER_EPOCH, current)
-                )
-            }
-            Verdict::EpochNotAtZero => return Err(DsError::bad("a new producer epoch must start at Producer-Seq 0")),
-            Verdict::Gap { expected, received } => {
-                return Err(DsError::conflict("producer sequence gap")
-                    .with(h::PRODUCER_EXPECTED_SEQ, expected)
-                    .with(h::PRODUCER_RECEIVED_SEQ, received))
-            }
-        }
+    if let Some(at) = found.meta.closed_at {
+        return closed(st, &found, &req, at).await;
     }
-    if let Some(at) = meta.closed_at {
-        // Closing again without data is idempotent; anything else is refused.
-        if req.close && req.body.is_empty() && req.producer.is_none() {
-            let r = Reply::new(StatusCode::NO_CONTENT)
-                .header(h::NEXT_OFFSET, token(at))
-                .header(h::CLOSED, "true");
-            return Ok(r.build());
-        }
-        return Err(closed_error(at));
-    }
-    let mut records = Vec::new();
-    if !req.body.is_empty() {
-        let ct = req.content_type.as_deref().unwrap_or_default();
-        if media_type(ct) != media_type(&meta.content_type) {
-            return Err(DsError::conflict(format!(
-                "the stream's content type is {}, not {ct}",
-                meta.content_type
-            )));
-        }
-        records = if json::is_json(&meta.content_type) {
-            match json::messages(&req.body, json::max_messages(st)) {
-                Ok(m) => m,
-                Err(json::JsonError::EmptyArray) => return Err(DsError::bad("an empty JSON array appends nothing")),
-                Err(json::JsonError::TooMany(max)) => return Err(json::too_many(max)),
-                Err(json::JsonError::Invalid(e)) => return Err(DsError::bad(format!("body is not JSON: {e}"))),
-            }
-        } else {
-            vec![req.body.clone()]
-        };
-    }
-    if let (Some(seq), Some(last)) = (&req.seq, &meta.last_seq) {
-        if seq <= last {
-            return Err(DsError::conflict(format!(
-                "Stream-Seq {seq:?} does not follow {last:?}"
-            )));
-        }
-    }
+    let records = records_of(st, &found.meta, &req)?;
     if !found.open {
         stream::wait_open(st, &found.topic).await?;
     }
-    let next = if records.is_empty() {
-        stream::tail(st, &found).await?
+    let write = write_of(&found.meta, &req);
+    // A retry of a closing append whose close was not recorded closes now.
+    let mut duplicate = None;
+    let next = if write.is_empty() {
+        if records.is_empty() {
+            stream::tail(st, &found).await?
+        } else {
+            let a = st.engine.records.append(&found.topic, 0, to_records(records)).await?;
+            Offset(found.base() + a.base.get() + u64::from(a.count))
+        }
     } else {
-        let a = st.engine.records.append(&found.topic, 0, to_records(records)).await?;
-        Offset(found.base() + a.base.get() + u64::from(a.count))
+        let outcome = st
+            .engine
+            .records
+            .append_durable(&found.topic, 0, write, to_records(records))
+            .await?;
+        match outcome {
+            DsAppend::Stored { base, count } => Offset(found.base() + base.get() + u64::from(count)),
+            DsAppend::Checked { end } => Offset(found.base() + end.get()),
+            DsAppend::Declined(DsVerdict::Duplicate { epoch, last_seq, next })
+                if req.close && req.producer.as_ref().is_some_and(|p| p.seq == last_seq) =>
+            {
+                duplicate = Some((epoch, last_seq));
+                Offset(found.base() + next.get())
+            }
+            DsAppend::Declined(v) => return declined(&found, v, None),
+        }
     };
     let mut updates = Vec::new();
-    if let Some(seq) = req.seq {
-        updates.push(DurableUpdate::Seq(seq));
-    }
-    if let Some(p) = &req.producer {
-        updates.push(DurableUpdate::Producer {
-            id: p.id.clone(),
-            state: ProducerState {
-                epoch: p.epoch,
-                seq: p.seq,
-                next_offset: next,
-                at_ms: now_ms(),
-            },
-        });
-    }
     if req.close {
         updates.push(DurableUpdate::Close {
             at: next,
-            by: req.producer.as_ref().map(|p| ProducerMark {
-                id: p.id.clone(),
-                epoch: p.epoch,
-                seq: p.seq,
-            }),
+            by: req.producer.as_ref().map(mark),
         });
     }
-    updates.extend(stream::touch(meta));
+    updates.extend(stream::touch(&found.meta));
     stream::update(st, &found.topic, updates).await?;
+    if let Some((epoch, last_seq)) = duplicate {
+        let r = Reply::new(StatusCode::NO_CONTENT)
+            .header(h::NEXT_OFFSET, token(next))
+            .header(h::CLOSED, "true");
+        return Ok(producer_headers(r, epoch, last_seq).build());
+    }
     let status = if req.producer.is_some() && !req.body.is_empty() {
         StatusCode::OK
     } else {
@@ -201,4 +145,119 @@ async fn append_locked(st: &DsState, found: Found, req: Request) -> Result<Respo
         None => r,
     }
     .build())
+}
+
+/// The records a request appends (none for a close without a body),
+/// checked against the stream's content type.
+fn records_of(st: &DsState, meta: &DurableMeta, req: &Request) -> Result<Vec<Bytes>, DsError> {
+    if req.body.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ct = req.content_type.as_deref().unwrap_or_default();
+    if media_type(ct) != media_type(&meta.content_type) {
+        return Err(DsError::conflict(format!(
+            "the stream's content type is {}, not {ct}",
+            meta.content_type
+        )));
+    }
+    if !json::is_json(&meta.content_type) {
+        return Ok(vec![req.body.clone()]);
+    }
+    match json::messages(&req.body, json::max_messages(st)) {
+        Ok(m) => Ok(m),
+        Err(json::JsonError::EmptyArray) => Err(DsError::bad("an empty JSON array appends nothing")),
+        Err(json::JsonError::TooMany(max)) => Err(json::too_many(max)),
+        Err(json::JsonError::Invalid(e)) => Err(DsError::bad(format!("body is not JSON: {e}"))),
+    }
+}
+
+/// The write to check, with what an older release kept in the stream's
+/// metadata for it (see [`DsWrite::legacy_producer`]).
+fn write_of(meta: &DurableMeta, req: &Request) -> DsWrite {
+    let legacy = |p: &Producer| {
+        meta.producers.get(&p.id).map(|s| WriterState {
+            epoch: s.epoch,
+            seq: s.seq,
+            next: Offset(s.next_offset.get().saturating_sub(meta.base().get())),
+        })
+    };
+    DsWrite {
+        producer: req.producer.as_ref().map(|p| ProducerSeq {
+            id: p.id.clone(),
+            epoch: p.epoch,
+            seq: p.seq,
+        }),
+        stream_seq: req.seq.clone(),
+        legacy_producer: req.producer.as_ref().and_then(legacy),
+        legacy_stream_seq: req.seq.as_ref().and(meta.last_seq.clone()),
+    }
+}
+
+fn mark(p: &Producer) -> ProducerMark {
+    ProducerMark {
+        id: p.id.clone(),
+        epoch: p.epoch,
+        seq: p.seq,
+    }
+}
+
+/// An append to a closed stream: a retry of the closing request or of an
+/// earlier append of its producer is answered as a duplicate (the
+/// producer's state is asked of the stream's owner), a close without data
+/// again is idempotent, anything else is refused.
+async fn closed(st: &DsState, found: &Found, req: &Request, at: Offset) -> Result<Response, DsError> {
+    let Some(p) = &req.producer else {
+        if req.close && req.body.is_empty() {
+            let r = Reply::new(StatusCode::NO_CONTENT)
+                .header(h::NEXT_OFFSET, token(at))
+                .header(h::CLOSED, "true");
+            return Ok(r.build());
+        }
+        return Err(closed_error(at));
+    };
+    let write = DsWrite {
+        stream_seq: None,
+        legacy_stream_seq: None,
+        ..write_of(&found.meta, req)
+    };
+    match st
+        .engine
+        .records
+        .append_durable(&found.topic, 0, write, Vec::new())
+        .await?
+    {
+        DsAppend::Declined(v) => declined(found, v, Some(at)),
+        _ if found.meta.closed_by.as_ref() == Some(&mark(p)) => {
+            let r = Reply::new(StatusCode::NO_CONTENT)
+                .header(h::NEXT_OFFSET, token(at))
+                .header(h::CLOSED, "true");
+            Ok(producer_headers(r, p.epoch, p.seq).build())
+        }
+        _ => Err(closed_error(at)),
+    }
+}
+
+/// The answer to a write the stream's sequencer did not append.
+fn declined(found: &Found, v: DsVerdict, closed_at: Option<Offset>) -> Result<Response, DsError> {
+    match v {
+        DsVerdict::Duplicate { epoch, last_seq, next } => {
+            let at = closed_at.unwrap_or(Offset(found.base() + next.get()));
+            let r = Reply::new(StatusCode::NO_CONTENT)
+                .header(h::NEXT_OFFSET, token(at))
+                .header_if(closed_at.is_some(), h::CLOSED, "true");
+            Ok(producer_headers(r, epoch, last_seq).build())
+        }
+        DsVerdict::StaleEpoch { current } => {
+            Err(DsError::new(StatusCode::FORBIDDEN, "producer epoch is stale").with(h::PRODUCER_EPOCH, current))
+        }
+        DsVerdict::EpochNotAtZero => Err(DsError::bad("a new producer epoch must start at Producer-Seq 0")),
+        DsVerdict::Gap { expected, received } => Err(DsError::conflict("producer sequence gap")
+            .with(h::PRODUCER_EXPECTED_SEQ, expected)
+            .with(h::PRODUCER_RECEIVED_SEQ, received)),
+        DsVerdict::SeqNotAfter { last } => Err(DsError::conflict(format!("Stream-Seq does not follow {last:?}"))),
+        DsVerdict::Accept => Err(DsError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the sequencer declined an accepted write",
+        )),
+    }
 }

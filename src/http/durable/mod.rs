@@ -1,9 +1,11 @@
 //! The Durable Streams protocol under `/v1/stream/{path}`.
 //!
 //! Every stream is a single-partition topic (see [`name`] for the mapping);
-//! its protocol state (content type, lifetime, closure, writer positions)
-//! is a [`DurableMeta`](crate::meta::durable::DurableMeta) in the topic's
+//! its protocol state (content type, lifetime, closure) is a
+//! [`DurableMeta`](crate::meta::durable::DurableMeta) in the topic's
 //! configuration, so it lives in the metadata log like any topic setting.
+//! Writer positions (idempotent producers, `Stream-Seq`) live with the
+//! stream's records instead: see [`crate::stream::writers`].
 //! Records are appended and read through the
 //! [`Records`](crate::api::Records) capability like any other, so
 //! durability, routing from any node and failover are those of every
@@ -16,12 +18,12 @@
 //! - [`offset`]: offset tokens, `-1` / `now`, long-poll cursors.
 //! - [`headers`]: request headers, parsed and checked.
 //! - [`json`]: JSON mode (arrays flattened into messages).
-//! - [`producer`]: idempotent-producer verdicts.
 //! - [`time`]: RFC 3339 timestamps.
 //! - [`fork`]: fork headers, the segments a fork is read from.
 //! - `stream`: finding a stream, its tail, expiry and sliding TTL.
 //! - `lifecycle`: PUT (create), HEAD, DELETE.
-//! - `append`: POST (append, close).
+//! - `append`: POST (append, close); producer and `Stream-Seq` checks are
+//!   made by the stream's sequencer (`crate::stream::writers`).
 //! - `read`: GET catch-up and long-poll reads.
 //! - `sse`: GET `live=sse`.
 //! - `reply`: responses, errors, CORS and security headers.
@@ -34,7 +36,6 @@ pub mod json;
 mod lifecycle;
 pub mod name;
 pub mod offset;
-pub mod producer;
 mod read;
 mod reply;
 mod sse;
@@ -48,32 +49,16 @@ use axum::response::Response;
 use axum::routing::any;
 use axum::Router;
 use reply::DsError;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::Arc;
 
 /// The path every protocol request is under.
 pub const ROUTE: &str = "/v1/stream/{*path}";
 
+/// What every handler works with. Appends need no lock of their own: the
+/// producer and `Stream-Seq` checks run on the stream's owner, under the
+/// stream's lock, in the same step as the append.
 pub(crate) struct DsState {
     pub engine: Services,
-    /// Appends to one stream through this node are serialized, so the
-    /// sequence, producer and closure checks see every earlier append's
-    /// effect. (Writers going through different nodes are not ordered by
-    /// this; see `docs/durable-streams.md`.)
-    locks: Mutex<HashMap<String, Weak<tokio::sync::Mutex<()>>>>,
-}
-
-impl DsState {
-    pub(crate) fn lock_for(&self, topic: &str) -> Arc<tokio::sync::Mutex<()>> {
-        let mut locks = self.locks.lock().unwrap();
-        if let Some(l) = locks.get(topic).and_then(Weak::upgrade) {
-            return l;
-        }
-        locks.retain(|_, w| w.strong_count() > 0);
-        let l = Arc::new(tokio::sync::Mutex::new(()));
-        locks.insert(topic.to_string(), Arc::downgrade(&l));
-        l
-    }
 }
 
 type Ds = Arc<DsState>;
@@ -81,10 +66,7 @@ type Ds = Arc<DsState>;
 /// The protocol's routes over `engine`.
 pub fn router(engine: Services) -> Router {
     let guard = axum::middleware::from_fn_with_state(engine.tokens.clone(), super::auth::authorize_durable);
-    let state = Arc::new(DsState {
-        engine,
-        locks: Mutex::new(HashMap::new()),
-    });
+    let state = Arc::new(DsState { engine });
     Router::new()
         .route(ROUTE, any(dispatch).layer(guard))
         .layer(axum::middleware::map_response(reply::common_headers))

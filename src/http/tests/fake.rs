@@ -283,6 +283,16 @@ impl Records for FakeEngine {
         })
     }
 
+    async fn append_durable(
+        &self,
+        _topic: &str,
+        _partition: u32,
+        _write: crate::stream::writers::DsWrite,
+        _records: Vec<Record>,
+    ) -> ApiResult<crate::stream::writers::DsAppend> {
+        Err(unsupported("Durable Streams writes"))
+    }
+
     async fn read(&self, topic: &str, partition: u32, req: ReadRequest) -> ApiResult<ReadResult> {
         let part = self.partition(topic, partition)?;
         let deadline = Instant::now() + req.wait;

@@ -115,6 +115,7 @@ fn chunk(stream: StreamId, se: u64, base: u64, end: u64) -> ChunkCommit {
             crc: 0,
         },
         producers: vec![],
+        writers: Default::default(),
     }
 }
 
@@ -1250,4 +1251,46 @@ fn each_new_stream_epoch_records_where_it_started() {
         None,
         "the current epoch ends at the high watermark"
     );
+}
+
+#[test]
+fn committed_chunks_carry_durable_writer_state_into_the_stream_row() {
+    use crate::stream::writers::{DsVerdict, DsWrite, ProducerSeq, WriterMark, WriterTable};
+    let (mut h, e, s) = Harness::with_open_stream();
+    let write = |seq| DsWrite {
+        producer: Some(ProducerSeq {
+            id: "w".into(),
+            epoch: 0,
+            seq,
+        }),
+        ..Default::default()
+    };
+    let mut writers = WriterTable::default();
+    writers.record(&WriterMark {
+        write: write(0),
+        end: Offset(5),
+    });
+    let mut c = chunk(s, 1, 0, 5);
+    c.writers = writers;
+    let commit = Command::CommitObjects {
+        node: n("n1"),
+        epoch: e,
+        chunks: vec![c],
+    };
+    assert_eq!(h.apply_as("n1", Some(e.0), commit), Outcome::Applied);
+    let row = &h.view.streams[&s];
+    assert!(matches!(
+        row.producers.writers().check(&write(0)),
+        DsVerdict::Duplicate { next: Offset(5), .. }
+    ));
+    let json = serde_json::to_string(&h.view).unwrap();
+    assert_eq!(serde_json::from_str::<View>(&json).unwrap(), h.view);
+}
+
+#[test]
+fn a_stream_row_from_an_older_snapshot_has_no_writer_state() {
+    // Producer state as older releases wrote it: Kafka producers only.
+    let old = r#"{"producers":[]}"#;
+    let t: crate::stream::producers::ProducerTable = serde_json::from_str(old).unwrap();
+    assert!(t.writers().is_empty() && t.is_empty());
 }

@@ -1,5 +1,5 @@
-//! [`Records`] for [`Node`]: appends go to the stream this node owns (or are
-//! forwarded to its owner), reads come from the committed chunks in the
+//! [`Records`] for [`Node`]: appends (plain, Kafka batches, Durable Streams
+//! writes) go to the stream this node owns (or are forwarded to its owner), reads come from the committed chunks in the
 //! object store and the local tail.
 
 use super::super::{Node, Phase};
@@ -7,6 +7,7 @@ use crate::api::*;
 use crate::ids::{Offset, StreamEpoch, StreamId};
 use crate::meta::StreamState;
 use crate::stream::batch::Record;
+use crate::stream::writers::{DsAppend, DsWrite};
 use async_trait::async_trait;
 
 /// See [`Node::read_position`].
@@ -192,6 +193,36 @@ impl Records for Node {
             crate::telemetry::count_n("appended_records_total", &[], records.len() as u64);
             let bytes: usize = records.iter().map(crate::stream::partition::record_size).sum();
             crate::telemetry::count_n("appended_bytes_total", &[], bytes as u64);
+        }
+        result
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(stream = %format_args!("{topic}/{partition}")))]
+    async fn append_durable(
+        &self,
+        topic: &str,
+        partition: u32,
+        write: DsWrite,
+        records: Vec<Record>,
+    ) -> ApiResult<DsAppend> {
+        let stream = self.resolve_current(topic, partition).await?;
+        if self.phase() != Phase::Ready {
+            return Err(ApiError::unavailable(format!("node is {}", self.phase().as_str())));
+        }
+        let Some(s) = self.open_stream_soon(stream).await else {
+            return match self.forward_target(stream) {
+                Some(addr) => {
+                    let applied = self.meta.applied().0;
+                    (self.forwarder)
+                        .append_durable(&addr, applied, topic, partition, &write, &records)
+                        .await
+                }
+                None => Err(self.not_here(stream)),
+            };
+        };
+        let result = s.append_durable(&self.wal, &write, &records).await;
+        if let Ok(DsAppend::Stored { count, .. }) = &result {
+            crate::telemetry::count_n("appended_records_total", &[], u64::from(*count));
         }
         result
     }

@@ -230,3 +230,192 @@ async fn idempotent_batches_carry_their_producer_into_the_wal() {
         })
     );
 }
+
+mod durable_writers {
+    use super::*;
+    use crate::stream::writers::{DsAppend, DsVerdict, DsWrite, ProducerSeq, WriterTable};
+
+    fn w(id: &str, epoch: u64, seq: u64) -> DsWrite {
+        DsWrite {
+            producer: Some(ProducerSeq {
+                id: id.into(),
+                epoch,
+                seq,
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_retried_write_is_declined_as_a_duplicate_and_stored_once() {
+        let (s, wal, _) = setup(1 << 20);
+        let first = s
+            .append_durable(&wal, &w("a", 0, 0), &[rec("x"), rec("y")])
+            .await
+            .unwrap();
+        assert_eq!(
+            first,
+            DsAppend::Stored {
+                base: Offset(5),
+                count: 2
+            }
+        );
+        let retry = s
+            .append_durable(&wal, &w("a", 0, 0), &[rec("x"), rec("y")])
+            .await
+            .unwrap();
+        assert_eq!(
+            retry,
+            DsAppend::Declined(DsVerdict::Duplicate {
+                epoch: 0,
+                last_seq: 0,
+                next: Offset(7)
+            })
+        );
+        assert_eq!(s.high_watermark(), Offset(7), "nothing appended for the retry");
+        let next = s.append_durable(&wal, &w("a", 0, 1), &[rec("z")]).await.unwrap();
+        assert_eq!(
+            next,
+            DsAppend::Stored {
+                base: Offset(7),
+                count: 1
+            }
+        );
+    }
+
+    #[tokio::test]
+    async fn refused_writes_append_nothing() {
+        let (s, wal, _) = setup(1 << 20);
+        s.append_durable(&wal, &w("a", 1, 0), &[rec("x")]).await.unwrap();
+        let cases = [
+            (
+                w("a", 1, 3),
+                DsVerdict::Gap {
+                    expected: 1,
+                    received: 3,
+                },
+            ),
+            (w("a", 0, 1), DsVerdict::StaleEpoch { current: 1 }),
+            (w("a", 2, 1), DsVerdict::EpochNotAtZero),
+            (
+                w("b", 0, 1),
+                DsVerdict::Gap {
+                    expected: 0,
+                    received: 1,
+                },
+            ),
+        ];
+        for (write, verdict) in cases {
+            let got = s.append_durable(&wal, &write, &[rec("no")]).await.unwrap();
+            assert_eq!(got, DsAppend::Declined(verdict));
+        }
+        let seq = |q: &str| DsWrite {
+            stream_seq: Some(q.into()),
+            ..Default::default()
+        };
+        s.append_durable(&wal, &seq("b"), &[rec("x")]).await.unwrap();
+        let stale = s.append_durable(&wal, &seq("a"), &[rec("no")]).await.unwrap();
+        assert_eq!(stale, DsAppend::Declined(DsVerdict::SeqNotAfter { last: "b".into() }));
+        assert_eq!(s.high_watermark(), Offset(7), "only the two accepted writes");
+    }
+
+    #[tokio::test]
+    async fn a_check_without_records_appends_nothing_and_says_where_the_stream_ends() {
+        let (s, wal, _) = setup(1 << 20);
+        s.append_durable(&wal, &w("a", 0, 0), &[rec("x")]).await.unwrap();
+        assert_eq!(
+            s.append_durable(&wal, &w("a", 0, 1), &[]).await.unwrap(),
+            DsAppend::Checked { end: Offset(6) }
+        );
+        assert!(matches!(
+            s.append_durable(&wal, &w("a", 0, 0), &[]).await.unwrap(),
+            DsAppend::Declined(DsVerdict::Duplicate { .. })
+        ));
+        assert_eq!(s.high_watermark(), Offset(6));
+    }
+
+    #[tokio::test]
+    async fn concurrent_retries_of_one_write_store_it_once() {
+        let (s, wal, _) = setup(1 << 20);
+        let s = Arc::new(s);
+        let wal = Arc::new(wal);
+        let tries = (0..8).map(|_| {
+            let (s, wal) = (s.clone(), wal.clone());
+            tokio::spawn(async move { s.append_durable(&wal, &w("a", 0, 0), &[rec("x")]).await.unwrap() })
+        });
+        let results = futures::future::join_all(tries).await;
+        let stored = results
+            .iter()
+            .filter(|r| matches!(r.as_ref().unwrap(), DsAppend::Stored { .. }))
+            .count();
+        assert_eq!(stored, 1, "{results:?}");
+        assert_eq!(s.high_watermark(), Offset(6));
+    }
+
+    #[tokio::test]
+    async fn the_flush_carries_the_writer_state_and_a_new_owner_recognises_retries() {
+        let (s, wal, _) = setup(1 << 20);
+        s.append_durable(&wal, &w("a", 0, 0), &[rec("x")]).await.unwrap();
+        s.append(&wal, &[rec("plain")]).await.unwrap();
+        s.append_durable(&wal, &w("a", 0, 1), &[rec("y")]).await.unwrap();
+        let f = s.begin_flush(1 << 20).unwrap();
+        assert_eq!(f.writers.producer("a").map(|p| (p.seq, p.next)), Some((1, Offset(8))));
+        // As the view would: the chunk's writer state merged into the row's.
+        let mut table = ProducerTable::default();
+        table.writers_mut().merge(&f.writers);
+        let budget = Arc::new(Budget::new(1 << 20));
+        let next = OpenStream::open(s.id, "t".into(), StreamEpoch(2), f.end, table, budget);
+        let retry = next.append_durable(&wal, &w("a", 0, 1), &[rec("y")]).await.unwrap();
+        assert!(matches!(
+            retry,
+            DsAppend::Declined(DsVerdict::Duplicate { last_seq: 1, .. })
+        ));
+        assert_eq!(next.high_watermark(), f.end, "the retry appended nothing");
+    }
+
+    #[tokio::test]
+    async fn the_wal_entries_of_a_write_rebuild_its_state_on_replay() {
+        let store = Arc::new(MemoryStore::new());
+        let wal = WalWriter::start(store.clone(), NodeId::new("n"), NodeEpoch(1), WalConfig::default());
+        let s = OpenStream::open(
+            StreamId::new(TopicId(1), 0),
+            "t".into(),
+            StreamEpoch(1),
+            Offset(0),
+            ProducerTable::default(),
+            Arc::new(Budget::new(1 << 20)),
+        );
+        s.append_durable(&wal, &w("a", 3, 0), &[rec("x"), rec("y")])
+            .await
+            .unwrap();
+        s.append_durable(&wal, &w("a", 3, 1), &[rec("z")]).await.unwrap();
+        let mut entries = Vec::new();
+        for k in crate::store::ObjectStore::list(store.as_ref(), "").await.unwrap() {
+            let body = crate::store::ObjectStore::get(store.as_ref(), &k.key, None)
+                .await
+                .unwrap()
+                .unwrap();
+            entries.extend(crate::wal::segment::decode_segment(&k.key, &body).unwrap().entries);
+        }
+        assert_eq!(entries.len(), 2);
+        assert!(entries.iter().all(|e| e.producer.is_none()), "not a Kafka producer");
+        // What a WAL takeover computes for the chunk it commits.
+        let t = WriterTable::of_batches(entries.iter().map(|e| &e.batch[..]));
+        let state = t.producer("a").unwrap();
+        assert_eq!((state.epoch, state.seq, state.next), (3, 1, Offset(3)));
+        let mut table = ProducerTable::default();
+        table.writers_mut().merge(&t);
+        let next = OpenStream::open(
+            s.id,
+            "t".into(),
+            StreamEpoch(2),
+            Offset(3),
+            table,
+            Arc::new(Budget::new(1 << 20)),
+        );
+        let retry = next.append_durable(&wal, &w("a", 3, 1), &[rec("z")]).await.unwrap();
+        assert!(matches!(retry, DsAppend::Declined(DsVerdict::Duplicate { .. })));
+        let stale = next.append_durable(&wal, &w("a", 2, 9), &[rec("z")]).await.unwrap();
+        assert_eq!(stale, DsAppend::Declined(DsVerdict::StaleEpoch { current: 3 }));
+    }
+}
