@@ -9,7 +9,8 @@
 //! - [`format`]: bounded decoding shared by every stored format.
 //! - [`meta`]: the metadata log, the view and its pure `apply`, the proposer.
 //! - [`wal`]: segments, the group-commit writer, takeover and replay.
-//! - [`stream`]: record batches, per-stream buffers, data objects, reads.
+//! - [`stream`]: record batches, per-stream buffers, data objects, reads,
+//!   and the idempotence state of Kafka producers and Durable Streams writers.
 //! - [`api`]: what the front doors ask of a node, as capability traits
 //!   (`Records`, `Topics`, `GroupOffsets`, `ProducerIds`, `Tokens`,
 //!   `Cluster`, one file each) bundled in [`api::Services`], and the public

@@ -92,7 +92,8 @@ pub struct StreamRow {
     /// Chunks ordered by offset, contiguous from `start` (or the first kept
     /// chunk) up to `committed_end`.
     pub chunks: Vec<IndexedChunk>,
-    /// Idempotent-producer state as of `committed_end`.
+    /// Idempotent-producer state (Kafka producers and Durable Streams
+    /// writers) as of `committed_end`.
     #[serde(default, skip_serializing_if = "ProducerTable::is_empty")]
     pub producers: ProducerTable,
     /// The offset each recent stream epoch started at, oldest first (the
