@@ -1088,3 +1088,17 @@ async fn a_path_that_is_not_utf8_gets_a_json_400() {
     h.get("/v1/topics/%FF%FE").await.assert_error(400, "invalid_request");
     h.get("/v1/topics/caf%C3%A9").await.assert_error(404, "topic_not_found");
 }
+
+#[tokio::test]
+async fn a_durable_streams_write_header_from_a_client_is_refused_and_appends_nothing() {
+    let h = Harness::with_topic("t", 1).await;
+    let req = Request::post("/v1/topics/t/partitions/0/records")
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(crate::api::DS_WRITE_HEADER, r#"{"stream_seq":"1"}"#)
+        .body(Body::from(records(&["a"]).to_string()))
+        .unwrap();
+    let r = h.send(req).await;
+    r.assert_error(400, "invalid_request");
+    assert!(r.message().contains("only accepted from another node"), "{}", r.body);
+    assert!(h.engine.records("t", 0).is_empty());
+}
