@@ -188,6 +188,11 @@ async fn retries_through_another_node_after_kill_9_of_the_owner_store_each_recor
     assert_eq!(control.status, StatusCode::OK, "a new sequence is stored: {control:?}");
     let got = content(&c, &nodes[b].url, path).await;
     eprintln!("acked case: stream content {got:?}");
+    for n in &nodes {
+        for line in n.log().lines().filter(|l| l.contains("WAL takeover finished")) {
+            eprintln!("acked case: {}: {line}", n.node_id);
+        }
+    }
     assert_eq!(got, "r0;r1;r2;", "each record stored exactly once");
 
     let durable = describe(&c, &nodes[b].url, "idem-acked").await;
