@@ -1,6 +1,7 @@
-//! One open stream on its owner: the sequencer of offsets, the tail of
-//! records durable in the WAL but not yet in data objects, and the high
-//! watermark.
+//! One open stream on its owner: the sequencer of offsets (with the
+//! idempotence checks of Kafka producers and Durable Streams writers, made
+//! in the same step), the tail of records durable in the WAL but not yet in
+//! data objects, and the high watermark.
 //!
 //! Invariants: `committed_end <= high_watermark <= next`; the tail holds
 //! exactly the batches `committed_end..next`, in order and contiguous;
