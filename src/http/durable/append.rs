@@ -261,3 +261,57 @@ fn declined(found: &Found, v: DsVerdict, closed_at: Option<Offset>) -> Result<Re
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(producer: Option<Producer>, seq: Option<&str>) -> Request {
+        Request {
+            body: Bytes::from_static(b"x"),
+            content_type: Some("text/plain".into()),
+            close: false,
+            seq: seq.map(str::to_string),
+            producer,
+        }
+    }
+
+    #[test]
+    fn writer_rows_of_an_older_release_seed_the_write_in_own_offsets() {
+        // A fork's DurableMeta as an older release wrote it, with the
+        // producer's end in stream offsets (the fork's own start is 3).
+        let meta: DurableMeta = serde_json::from_str(
+            r#"{"path":"f","content_type":"text/plain","last_seq":"07",
+                "producers":{"p":{"epoch":2,"seq":5,"next_offset":10,"at_ms":1}},
+                "fork":{"source":"ds.s","offset":3}}"#,
+        )
+        .unwrap();
+        let p = Producer {
+            id: "p".into(),
+            epoch: 2,
+            seq: 5,
+        };
+        let w = write_of(&meta, &request(Some(p), Some("08")));
+        assert_eq!(
+            w.legacy_producer,
+            Some(WriterState {
+                epoch: 2,
+                seq: 5,
+                next: Offset(7)
+            })
+        );
+        assert_eq!(w.legacy_stream_seq.as_deref(), Some("07"));
+        assert!(matches!(
+            crate::stream::writers::WriterTable::default().check(&w),
+            DsVerdict::Duplicate { last_seq: 5, .. }
+        ));
+        // Nothing legacy for a producer the rows do not name, nor without a Stream-Seq.
+        let other = Producer {
+            id: "q".into(),
+            epoch: 0,
+            seq: 0,
+        };
+        let w = write_of(&meta, &request(Some(other), None));
+        assert_eq!((w.legacy_producer, w.legacy_stream_seq), (None, None));
+    }
+}
