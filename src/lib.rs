@@ -4,6 +4,7 @@
 //! # Layout
 //!
 //! - [`ids`]: newtypes for every number that fences or orders.
+//! - [`clock`]: injected time; the one place that reads the wall clock.
 //! - [`store`]: the object-store trait and its backends (memory, local
 //!   filesystem, fault injection).
 //! - [`format`]: bounded decoding shared by every stored format.
@@ -34,6 +35,7 @@ pub mod api;
 pub mod auth;
 pub mod bench;
 pub mod cli;
+pub mod clock;
 pub mod cluster;
 pub mod config;
 pub mod format;

@@ -77,14 +77,9 @@ pub fn count_failure(door: &str, reason: &str) {
 /// Milliseconds since the Unix epoch. Injected so tests can move time.
 pub type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;
 
-/// The system clock.
-pub fn system_clock() -> Clock {
-    Arc::new(|| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-            .unwrap_or(0)
-    })
+/// The authenticator's view of a node's [`crate::clock::Clock`].
+pub fn clock_from(clock: crate::clock::SharedClock) -> Clock {
+    Arc::new(move || clock.now_ms())
 }
 
 /// The authenticator of one node.

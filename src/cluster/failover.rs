@@ -2,10 +2,11 @@
 //! replay what was not yet in data objects, upload it, and close its streams
 //! at their recovered ends in one `FinishWalTakeover`.
 
+use super::Context;
 use crate::ids::{NodeEpoch, NodeId, StreamId};
-use crate::meta::{ChunkCommit, Command, IndexedChunk, Outcome, StreamState};
-use crate::node::{keys, Node};
+use crate::meta::{ChunkCommit, Command, IndexedChunk, Outcome, StreamState, View};
 use crate::stream::dataobj::DataObjectBuilder;
+use crate::stream::keys;
 use crate::stream::producers::{ProducerBatch, ProducerTable};
 use crate::stream::writers::WriterTable;
 use crate::wal::segment::WalEntry;
@@ -14,8 +15,7 @@ use std::collections::BTreeMap;
 
 /// Incarnations that are dead (fenced or replaced) but still have open or
 /// recovering streams.
-pub fn dead_incarnations(node: &Node) -> Vec<(NodeId, NodeEpoch)> {
-    let view = node.meta.view();
+pub fn dead_incarnations(view: &View) -> Vec<(NodeId, NodeEpoch)> {
     let mut out: Vec<(NodeId, NodeEpoch)> = view
         .streams
         .values()
@@ -46,18 +46,20 @@ fn producer_batch(e: &WalEntry) -> Option<ProducerBatch> {
 /// Take over one dead incarnation's WAL. Idempotent: redoing it after an
 /// interruption gives the same result.
 #[tracing::instrument(name = "wal_takeover", skip_all, fields(dead = %dead, dead_epoch = %dead_epoch))]
-pub async fn take_over(node: &Node, dead: &NodeId, dead_epoch: NodeEpoch) -> anyhow::Result<()> {
+pub async fn take_over(node: &dyn Context, dead: &NodeId, dead_epoch: NodeEpoch) -> anyhow::Result<()> {
+    let (me, my_epoch) = node.me();
+    let (data, wal) = node.stores();
     let started = tokio::time::Instant::now();
     tracing::info!(node = %dead, epoch = %dead_epoch, "taking over WAL");
     let begin = Command::BeginWalTakeover {
         node: dead.clone(),
         epoch: dead_epoch,
     };
-    if let Outcome::Rejected(r) = node.meta.propose(begin).await? {
+    if let Outcome::Rejected(r) = node.propose(begin).await? {
         anyhow::bail!("BeginWalTakeover of {dead} {dead_epoch} refused: {r}");
     }
     let (streams, index) = {
-        let view = node.meta.view();
+        let view = node.view();
         let streams: BTreeMap<StreamId, Recovering> = view
             .streams
             .iter()
@@ -67,11 +69,11 @@ pub async fn take_over(node: &Node, dead: &NodeId, dead_epoch: NodeEpoch) -> any
         (streams, view.applied)
     };
     let fencer = Fencer {
-        holder: node.id.clone(),
-        holder_epoch: node.epoch,
+        holder: me.clone(),
+        holder_epoch: my_epoch,
         log_index: index,
     };
-    let fenced = fence_and_read(&node.backends.wal, dead, dead_epoch, &fencer).await?;
+    let fenced = fence_and_read(wal, dead, dead_epoch, &fencer).await?;
     let tails = replay(&fenced.segments, &streams)?;
     let mut chunks = Vec::new();
     if !tails.is_empty() {
@@ -84,8 +86,8 @@ pub async fn take_over(node: &Node, dead: &NodeId, dead_epoch: NodeEpoch) -> any
             builder.add_chunk(*stream, base, end, max_ts, end.since(base), &parts);
         }
         let (body, metas) = builder.finish();
-        let key = keys::data_object_key(&node.id, node.epoch);
-        node.backends.data.put_if_absent(&key, body).await?;
+        let key = keys::data_object_key(&me, my_epoch, node.clock().now_ms());
+        data.put_if_absent(&key, body).await?;
         for m in metas {
             chunks.push(ChunkCommit {
                 stream: m.stream,
@@ -110,7 +112,7 @@ pub async fn take_over(node: &Node, dead: &NodeId, dead_epoch: NodeEpoch) -> any
         epoch: dead_epoch,
         chunks,
     };
-    match node.meta.propose(finish).await? {
+    match node.propose(finish).await? {
         Outcome::Applied => {
             crate::telemetry::count("wal_takeovers_total", &[("outcome", "finished")]);
             crate::telemetry::observe("wal_takeover_seconds", &[], started.elapsed());

@@ -2,7 +2,8 @@
 //! `--gc-interval-sec` (see `docs/design/gc.md`).
 //!
 //! - **Retention**: a stream whose oldest chunks are past its topic's
-//!   `retention_ms` (by the chunk's newest record timestamp) or beyond its
+//!   `retention_ms` (by the chunk's newest record timestamp, against the
+//!   holder's [`Clock`](crate::clock::Clock)) or beyond its
 //!   `retention_bytes` is trimmed with `TrimStream` at a chunk boundary.
 //! - **Data objects**: an object under `data/` that no index entry
 //!   references is a candidate; it is deleted once it has stayed
@@ -14,18 +15,24 @@
 //!   records are all in data objects, so its segments go — but never its
 //!   fence marker: a paused writer of that incarnation may still wake and
 //!   create-if-absent at the marker's key, and the marker is what refuses it.
+//! - **Rows of deleted streams**: a deleted stream's row has no chunks left
+//!   (its objects became unreferenced when it was deleted); once it has been
+//!   deleted for the same grace, by which its objects are due too, the
+//!   holder proposes `DropStreams` and `apply` forgets the row, so the view
+//!   and its snapshots do not grow with topic churn.
 //!
 //! Every run deletes at most [`MAX_DELETES_PER_RUN`] objects, and decides
 //! only from the view it read after listing, so nothing referenced at that
 //! index is ever deleted.
 
-use crate::ids::{NodeEpoch, NodeId, SegmentSeq};
+use super::Context;
+use crate::ids::{NodeEpoch, NodeId, SegmentSeq, StreamId};
 use crate::meta::{Command, StreamState, View};
-use crate::node::Node;
-use crate::store::ObjectMeta;
+use crate::store::{DynStore, ObjectMeta};
 use crate::wal::segment::{decode_wal_object, WalObject};
 use std::collections::{BTreeMap, HashMap, HashSet};
-use tokio::time::Instant;
+use std::hash::Hash;
+use std::time::Duration;
 
 /// Objects one run deletes at most (data and WAL together).
 pub const MAX_DELETES_PER_RUN: usize = 1000;
@@ -35,17 +42,21 @@ const FENCE_MARKER_MAX_BYTES: u64 = 1024;
 
 /// What the holder remembers between runs (local, derived; lost on a
 /// change of holder, which only restarts the grace period).
+/// Times are the holder's monotonic clock readings.
 #[derive(Debug, Default)]
 pub struct GcState {
-    last_run: Option<Instant>,
+    last_run: Option<Duration>,
     /// Unreferenced data objects and when this holder first saw them so.
-    unreferenced_since: HashMap<String, Instant>,
+    unreferenced_since: HashMap<String, Duration>,
+    /// Deleted streams' rows and when this holder first saw them deleted.
+    deleted_since: HashMap<StreamId, Duration>,
 }
 
 /// What one run did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct GcReport {
     pub trimmed_streams: usize,
+    pub rows_dropped: usize,
     pub data_deleted: usize,
     pub wal_deleted: usize,
     pub markers_kept: usize,
@@ -55,40 +66,39 @@ pub struct GcReport {
 /// run against a slow store can take many seconds, and failover must not
 /// wait for it). Acts only while this node holds the lease; losing the lease
 /// forgets the grace clocks, so a later term starts them afresh.
-pub async fn run(node: std::sync::Arc<Node>) {
-    let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+pub async fn run(ctx: std::sync::Arc<dyn Context>) {
+    let node = ctx.as_ref();
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut state = GcState::default();
     loop {
         tick.tick().await;
-        if node.phase() == crate::node::Phase::Fenced {
+        if node.stopped() {
             return;
         }
-        let holds = {
-            let view = node.meta.view();
-            view.holds_lease(&node.id, node.epoch) && view.is_live(&node.id, node.epoch)
-        };
-        if !holds {
+        if !super::context::leads(node) {
             state = GcState::default();
             continue;
         }
-        if let Err(e) = maybe_run(&node, &mut state).await {
+        if let Err(e) = maybe_run(node, &mut state).await {
             tracing::warn!(error = %e, "garbage collection failed; will retry");
         }
     }
 }
 
 /// Run when `--gc-interval-sec` has passed since the last run (0 disables).
-pub async fn maybe_run(node: &Node, state: &mut GcState) -> anyhow::Result<()> {
-    let interval = node.config.gc_interval;
-    if interval.is_zero() || state.last_run.is_some_and(|t| t.elapsed() < interval) {
+pub async fn maybe_run(node: &dyn Context, state: &mut GcState) -> anyhow::Result<()> {
+    let interval = node.settings().gc_interval;
+    let now = node.clock().monotonic();
+    if interval.is_zero() || state.last_run.is_some_and(|t| now.saturating_sub(t) < interval) {
         return Ok(());
     }
-    state.last_run = Some(Instant::now());
+    state.last_run = Some(now);
     let report = run_once(node, state).await?;
     if report != GcReport::default() {
         tracing::info!(
             trimmed_streams = report.trimmed_streams,
+            rows_dropped = report.rows_dropped,
             data_deleted = report.data_deleted,
             wal_deleted = report.wal_deleted,
             markers_kept = report.markers_kept,
@@ -98,36 +108,35 @@ pub async fn maybe_run(node: &Node, state: &mut GcState) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub async fn run_once(node: &Node, state: &mut GcState) -> anyhow::Result<GcReport> {
+pub async fn run_once(node: &dyn Context, state: &mut GcState) -> anyhow::Result<GcReport> {
     let mut report = GcReport::default();
-    let trims = retention_trims(&node.meta.view(), crate::http::durable::time::now_ms());
+    let (data, wal) = node.stores();
+    let grace = node.settings().gc_grace;
+    let trims = retention_trims(&node.view(), node.clock().now_ms());
     if !trims.is_empty() {
-        let outcomes = node.meta.propose_all(trims).await?;
+        let outcomes = node.propose_all(trims).await?;
         report.trimmed_streams = outcomes.iter().filter(|o| o.is_applied()).count();
         crate::telemetry::count_n("retention_trims_total", &[], report.trimmed_streams as u64);
     }
+    report.rows_dropped = drop_deleted_rows(node, state).await?;
     let mut budget = MAX_DELETES_PER_RUN;
 
     // List first, then read the view: anything committed before the view's
     // index is seen as referenced.
-    let listed = node.backends.data.list("data/").await?;
+    let listed = data.list("data/").await?;
     // A view that did not catch up may miss references committed after the
     // listing; the grace period covers that, but a failed sync also says the
     // store is in trouble: delete nothing this run.
-    if !node
-        .meta
-        .sync(node.config.gc_grace.min(std::time::Duration::from_secs(5)))
-        .await
-    {
+    if !node.sync(grace.min(Duration::from_secs(5))).await {
         return Ok(report);
     }
     let doomed = {
-        let view = node.meta.view();
+        let view = node.view();
         let unreferenced = unreferenced_data(&view, &listed);
-        due_for_deletion(state, unreferenced, Instant::now(), node.config.gc_grace)
+        due_after_grace(&mut state.unreferenced_since, unreferenced, node.clock().monotonic(), grace)
     };
     let deleted = concurrently(doomed.into_iter().take(budget), |key| async move {
-        node.backends.data.delete(&key).await?;
+        data.delete(&key).await?;
         Ok(Some(key))
     })
     .await;
@@ -145,17 +154,17 @@ pub async fn run_once(node: &Node, state: &mut GcState) -> anyhow::Result<GcRepo
         report.data_deleted as u64,
     );
 
-    let listed = node.backends.wal.list("wal/").await?;
-    let candidates: Vec<ObjectMeta> = collectable_wal(&node.meta.view(), &listed)
+    let listed = wal.list("wal/").await?;
+    let candidates: Vec<ObjectMeta> = collectable_wal(&node.view(), &listed)
         .into_values()
         .flatten()
         .take(budget)
         .collect();
     let outcome = concurrently(candidates, |o| async move {
-        if o.size <= FENCE_MARKER_MAX_BYTES && !is_plain_segment(node, &o.key).await? {
+        if o.size <= FENCE_MARKER_MAX_BYTES && !is_plain_segment(wal, &o.key).await? {
             return Ok(None); // a fence marker: kept
         }
-        node.backends.wal.delete(&o.key).await?;
+        wal.delete(&o.key).await?;
         Ok(Some(()))
     })
     .await;
@@ -216,8 +225,8 @@ where
 
 /// Whether a small WAL object is a segment (deletable). A fence marker, an
 /// object that vanished meanwhile, or one that does not decode is kept.
-async fn is_plain_segment(node: &Node, key: &str) -> anyhow::Result<bool> {
-    let Some(bytes) = node.backends.wal.get(key, None).await? else {
+async fn is_plain_segment(wal: &DynStore, key: &str) -> anyhow::Result<bool> {
+    let Some(bytes) = wal.get(key, None).await? else {
         return Ok(false);
     };
     Ok(match decode_wal_object(key, &bytes) {
@@ -277,25 +286,59 @@ pub fn unreferenced_data(view: &View, listed: &[ObjectMeta]) -> Vec<String> {
         .collect()
 }
 
-/// Remember when each unreferenced key was first seen so; return those
-/// unreferenced for at least `grace`. Keys referenced again are forgotten.
-fn due_for_deletion(
-    state: &mut GcState,
-    unreferenced: Vec<String>,
-    now: Instant,
-    grace: std::time::Duration,
-) -> Vec<String> {
-    let current: HashSet<&String> = unreferenced.iter().collect();
-    state.unreferenced_since.retain(|k, _| current.contains(k));
+/// Remember when each candidate (an unreferenced key, a deleted stream) was
+/// first seen so, in `since`; return those that have been candidates for at
+/// least `grace`. Those no longer candidates are forgotten.
+fn due_after_grace<K: Clone + Eq + Hash + Ord>(
+    since: &mut HashMap<K, Duration>,
+    candidates: Vec<K>,
+    now: Duration,
+    grace: Duration,
+) -> Vec<K> {
+    let current: HashSet<&K> = candidates.iter().collect();
+    since.retain(|k, _| current.contains(k));
     let mut due = Vec::new();
-    for key in unreferenced {
-        let since = *state.unreferenced_since.entry(key.clone()).or_insert(now);
-        if now.duration_since(since) >= grace {
+    for key in candidates {
+        let first = *since.entry(key.clone()).or_insert(now);
+        if now.saturating_sub(first) >= grace {
             due.push(key);
         }
     }
     due.sort();
     due
+}
+
+/// Rows of deleted streams in the view.
+pub fn deleted_rows(view: &View) -> Vec<StreamId> {
+    view.streams
+        .iter()
+        .filter(|(_, r)| r.state == StreamState::Deleted)
+        .map(|(id, _)| *id)
+        .collect()
+}
+
+/// Most rows one `DropStreams` names.
+const MAX_ROWS_PER_DROP: usize = 1000;
+
+/// Propose `DropStreams` for the rows deleted for the grace period; returns
+/// how many rows went.
+async fn drop_deleted_rows(node: &dyn Context, state: &mut GcState) -> anyhow::Result<usize> {
+    let due = due_after_grace(
+        &mut state.deleted_since,
+        deleted_rows(&node.view()),
+        node.clock().monotonic(),
+        node.settings().gc_grace,
+    );
+    if due.is_empty() {
+        return Ok(0);
+    }
+    let streams: Vec<StreamId> = due.into_iter().take(MAX_ROWS_PER_DROP).collect();
+    let n = streams.len();
+    if !node.propose(Command::DropStreams { streams }).await?.is_applied() {
+        return Ok(0);
+    }
+    crate::telemetry::count_n("stream_rows_dropped_total", &[], n as u64);
+    Ok(n)
 }
 
 /// `wal/<node>/<epoch>/<seq>` → its incarnation and seq.

@@ -1,5 +1,5 @@
 //! The lease and the holder's tick (once a second): liveness and fencing,
-//! WAL takeover, placement, snapshots. Every node runs this loop; only the
+//! WAL takeover, placement, Durable Streams expiry, snapshots. Every node runs this loop; only the
 //! one holding the lease acts. Between ticks, a log entry that leaves the
 //! lease with no live holder makes every live node try to take it at once,
 //! and new closed streams are placed as soon as the holder sees them. Even
@@ -8,10 +8,9 @@
 //! (`gc::run`): deleting thousands of objects must never delay fencing a
 //! silent node.
 
-use super::{failover, placement};
+use super::{expiry, failover, placement, Context};
 use crate::ids::{HeartbeatCount, LogIndex, StreamEpoch, StreamId};
 use crate::meta::{Command, Outcome, StreamState};
-use crate::node::{Node, Phase};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,18 +20,19 @@ const SNAPSHOT_EVERY: u64 = 1000;
 
 /// What the holder remembers between ticks (derived from the log, local).
 #[derive(Default)]
-struct HolderState {
+pub(crate) struct HolderState {
     last_snapshot: LogIndex,
     /// Per running transfer, our own heartbeat count when we first saw it:
     /// a transfer's age is measured in our heartbeats, never wall time.
     transfers_seen: HashMap<(StreamId, StreamEpoch), HeartbeatCount>,
 }
 
-pub async fn run(node: Arc<Node>) {
+pub async fn run(ctx: Arc<dyn Context>) {
+    let node = ctx.as_ref();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut state = HolderState::default();
-    let mut applied = node.meta.subscribe();
+    let mut applied = node.subscribe();
     // Whether new streams may be placed as soon as the log shows them
     // (reset every tick; cleared when such a placement is not all applied,
     // so a refused plan cannot feed itself).
@@ -44,29 +44,29 @@ pub async fn run(node: Arc<Node>) {
             _ = tick.tick() => true,
             changed = applied.changed() => {
                 if changed.is_err() {
-                    applied = node.meta.subscribe();
+                    applied = node.subscribe();
                 }
                 false
             }
         };
-        if node.phase() == Phase::Fenced {
+        if node.stopped() {
             return;
         }
         if !ticked {
-            if lease_vacant(&node) {
+            if lease_vacant(node) {
                 // The holder fenced itself (a clean shutdown) or was fenced:
                 // take the lease and place its streams now, not a tick later.
                 place_early = true;
-                if let Err(e) = tick_once(&node, &mut state).await {
+                if let Err(e) = tick_once(node, &mut state).await {
                     tracing::warn!(error = %e, "holder tick failed");
                 }
             } else if place_early {
-                place_early = place_new_streams(&node).await;
+                place_early = place_new_streams(node).await;
             }
             continue;
         }
         place_early = true;
-        if let Err(e) = tick_once(&node, &mut state).await {
+        if let Err(e) = tick_once(node, &mut state).await {
             tracing::warn!(error = %e, "holder tick failed");
         }
     }
@@ -74,18 +74,20 @@ pub async fn run(node: Arc<Node>) {
 
 /// Whether the lease is held by no live node while this node is live: any
 /// live node may take it at once.
-fn lease_vacant(node: &Node) -> bool {
-    let view = node.meta.view();
-    !view.lease_holder_live() && view.is_live(&node.id, node.epoch)
+fn lease_vacant(node: &dyn Context) -> bool {
+    let (id, epoch) = node.me();
+    let view = node.view();
+    !view.lease_holder_live() && view.is_live(&id, epoch)
 }
 
 /// Places closed streams (a topic just created) at once rather than at the
 /// next tick, when this node holds the lease. Returns whether every
 /// placement proposed was applied.
-async fn place_new_streams(node: &Node) -> bool {
+async fn place_new_streams(node: &dyn Context) -> bool {
+    let (id, epoch) = node.me();
     let places = {
-        let view = node.meta.view();
-        if !view.holds_lease(&node.id, node.epoch) {
+        let view = node.view();
+        if !view.holds_lease(&id, epoch) {
             return true;
         }
         placement::plan(&view, 1000)
@@ -94,7 +96,7 @@ async fn place_new_streams(node: &Node) -> bool {
         return true;
     }
     let n = places.len();
-    match node.meta.propose_all(places).await {
+    match node.propose_all(places).await {
         Ok(outcomes) => {
             let placed = outcomes.iter().filter(|o| o.is_applied()).count();
             tracing::debug!(placed, proposed = n, "placed new streams");
@@ -108,8 +110,9 @@ async fn place_new_streams(node: &Node) -> bool {
 }
 
 #[tracing::instrument(level = "debug", name = "holder_tick", skip_all)]
-async fn tick_once(node: &Node, state: &mut HolderState) -> anyhow::Result<()> {
-    if !node.meta.view().is_live(&node.id, node.epoch) {
+pub(crate) async fn tick_once(node: &dyn Context, state: &mut HolderState) -> anyhow::Result<()> {
+    let (id, epoch) = node.me();
+    if !node.view().is_live(&id, epoch) {
         return Ok(()); // fenced or replaced: we are stopping
     }
     let holds = ensure_lease(node).await?;
@@ -119,33 +122,36 @@ async fn tick_once(node: &Node, state: &mut HolderState) -> anyhow::Result<()> {
     }
     let started = tokio::time::Instant::now();
     fence_silent_nodes(node).await?;
-    for (dead, epoch) in failover::dead_incarnations(node) {
+    let dead_incarnations = failover::dead_incarnations(&node.view());
+    for (dead, epoch) in dead_incarnations {
         if let Err(e) = failover::take_over(node, &dead, epoch).await {
             tracing::error!(node = %dead, %epoch, error = %e, "WAL takeover failed; will retry");
         }
     }
-    let places = placement::plan(&node.meta.view(), 1000);
+    let places = placement::plan(&node.view(), 1000);
     if !places.is_empty() {
         let n = places.len();
-        let outcomes = node.meta.propose_all(places).await?;
+        let outcomes = node.propose_all(places).await?;
         let placed = outcomes.iter().filter(|o| o.is_applied()).count();
         tracing::info!(placed, proposed = n, "placed closed streams");
     }
     supervise_transfers(node, state).await?;
+    let settings = node.settings();
     let moves = placement::rebalance(
-        &node.meta.view(),
-        node.config.rebalance_threshold,
-        node.config.max_concurrent_transfers,
+        &node.view(),
+        settings.rebalance_threshold,
+        settings.max_concurrent_transfers,
     );
     if !moves.is_empty() {
-        let outcomes = node.meta.propose_all(moves).await?;
+        let outcomes = node.propose_all(moves).await?;
         let started = outcomes.iter().filter(|o| o.is_applied()).count();
         crate::telemetry::count_n("transfers_started_total", &[], started as u64);
         tracing::info!(started, "rebalancing transfers");
     }
-    let applied = node.meta.applied();
+    expire_streams(node).await?;
+    let applied = node.view().applied;
     if applied.0 >= state.last_snapshot.0 + SNAPSHOT_EVERY {
-        state.last_snapshot = node.meta.snapshot_and_truncate().await?;
+        state.last_snapshot = node.snapshot_and_truncate().await?;
     }
     crate::telemetry::observe("holder_tick_seconds", &[], started.elapsed());
     Ok(())
@@ -153,14 +159,16 @@ async fn tick_once(node: &Node, state: &mut HolderState) -> anyhow::Result<()> {
 
 /// Cancel transfers whose target is gone or that made no progress for the
 /// transfer timeout (counted in our own heartbeats).
-async fn supervise_transfers(node: &Node, state: &mut HolderState) -> anyhow::Result<()> {
+async fn supervise_transfers(node: &dyn Context, state: &mut HolderState) -> anyhow::Result<()> {
+    let (id, _) = node.me();
+    let timeout = node.settings().transfer_timeout_heartbeats;
     let cancels = {
-        let view = node.meta.view();
-        let my_count = view.nodes.get(&node.id).map_or(HeartbeatCount::ZERO, |r| r.heartbeats);
+        let view = node.view();
+        let my_count = view.nodes.get(&id).map_or(HeartbeatCount::ZERO, |r| r.heartbeats);
         transfers_to_cancel(
             &view,
             my_count,
-            node.config.transfer_timeout_heartbeats,
+            timeout,
             &mut state.transfers_seen,
         )
     };
@@ -168,7 +176,7 @@ async fn supervise_transfers(node: &Node, state: &mut HolderState) -> anyhow::Re
         return Ok(());
     }
     let n = cancels.len();
-    let outcomes = node.meta.propose_all(cancels.clone()).await?;
+    let outcomes = node.propose_all(cancels.clone()).await?;
     for (cancel, outcome) in cancels.iter().zip(&outcomes) {
         if let (Command::CancelTransfer { stream, stream_epoch }, true) = (cancel, outcome.is_applied()) {
             // A later transfer of the stream at the same stream epoch
@@ -217,17 +225,20 @@ fn transfers_to_cancel(
 
 /// Hold the lease, acquiring it when it is free or its holder has been
 /// silent for a lease timeout. Returns whether we hold it.
-async fn ensure_lease(node: &Node) -> anyhow::Result<bool> {
+async fn ensure_lease(node: &dyn Context) -> anyhow::Result<bool> {
+    let (id, epoch) = node.me();
+    let lease_timeout = node.settings().lease_timeout_heartbeats;
+    let liveness = node.liveness();
     let proposal = {
-        let view = node.meta.view();
-        if view.holds_lease(&node.id, node.epoch) {
+        let view = node.view();
+        if view.holds_lease(&id, epoch) {
             return Ok(true);
         }
         let holder = view.lease.as_ref().map(|l| (l.holder.clone(), l.holder_epoch));
         if view.lease_holder_live() {
             let (h, _) = holder.as_ref().expect("a live lease has a holder");
-            match node.meta.liveness().silence_of(&view, h) {
-                Some(s) if s.observer_heartbeats >= node.config.lease_timeout_heartbeats => Command::AcquireLease {
+            match liveness.silence_of(&view, h) {
+                Some(s) if s.observer_heartbeats >= lease_timeout => Command::AcquireLease {
                     holder,
                     holder_count: s.count,
                 },
@@ -240,24 +251,25 @@ async fn ensure_lease(node: &Node) -> anyhow::Result<bool> {
             }
         }
     };
-    let out = node.meta.propose(proposal).await?;
+    let out = node.propose(proposal).await?;
     if out == Outcome::Applied {
         crate::telemetry::count("lease_acquisitions_total", &[]);
-        tracing::info!(node = %node.id, epoch = %node.epoch, "acquired the lease");
+        tracing::info!(node = %id, %epoch, "acquired the lease");
     }
-    Ok(node.meta.view().holds_lease(&node.id, node.epoch))
+    Ok(node.view().holds_lease(&id, epoch))
 }
 
 /// Fence every live node that has been silent for the node timeout, as
 /// counted in our own heartbeats.
-async fn fence_silent_nodes(node: &Node) -> anyhow::Result<()> {
+async fn fence_silent_nodes(node: &dyn Context) -> anyhow::Result<()> {
+    let timeout = node.settings().node_timeout_heartbeats;
+    let liveness = node.liveness();
     let fences: Vec<Command> = {
-        let view = node.meta.view();
-        node.meta
-            .liveness()
+        let view = node.view();
+        liveness
             .silences(&view)
             .into_iter()
-            .filter(|s| view.is_live(&s.node, s.epoch) && s.observer_heartbeats >= node.config.node_timeout_heartbeats)
+            .filter(|s| view.is_live(&s.node, s.epoch) && s.observer_heartbeats >= timeout)
             .map(|s| Command::FenceNode {
                 node: s.node,
                 epoch: s.epoch,
@@ -266,10 +278,27 @@ async fn fence_silent_nodes(node: &Node) -> anyhow::Result<()> {
             .collect()
     };
     for f in fences {
-        let out = node.meta.propose(f.clone()).await?;
+        let out = node.propose(f.clone()).await?;
         tracing::warn!(command = ?f, ?out, "fenced a silent node");
         crate::telemetry::count("nodes_fenced_total", &[]);
     }
+    Ok(())
+}
+
+/// Delete the Durable Streams streams whose lifetime ended by this
+/// holder's clock. The reading goes into each command, so `apply` judges
+/// it again against the stream as it is then (a touch in between saves it).
+async fn expire_streams(node: &dyn Context) -> anyhow::Result<()> {
+    let now_ms = node.clock().now_ms();
+    let expiries = expiry::due(&node.view(), now_ms);
+    if expiries.is_empty() {
+        return Ok(());
+    }
+    let n = expiries.len();
+    let outcomes = node.propose_all(expiries).await?;
+    let expired = outcomes.iter().filter(|o| o.is_applied()).count();
+    crate::telemetry::count_n("streams_expired_total", &[], expired as u64);
+    tracing::info!(expired, proposed = n, "expired Durable Streams streams");
     Ok(())
 }
 

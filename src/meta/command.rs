@@ -136,6 +136,19 @@ pub enum Command {
     DeleteTopic {
         name: String,
     },
+    /// The lease holder deletes a Durable Streams stream whose lifetime
+    /// ended by `now_ms`, its own clock's reading. Applies only if the
+    /// stream is still expired at that time (a touch since moved its TTL on).
+    ExpireStream {
+        name: String,
+        now_ms: i64,
+    },
+    /// The lease holder forgets the rows of deleted streams (their data is
+    /// no longer indexed), and any committed offsets of them. All or
+    /// nothing: every stream must exist and be deleted.
+    DropStreams {
+        streams: Vec<StreamId>,
+    },
     // admin
     /// Grow a topic to `partitions` partitions. Only an increase applies;
     /// the new streams start closed and are placed like a new topic's.
@@ -240,6 +253,8 @@ impl Command {
             Command::AcquireLease { .. } => "AcquireLease",
             Command::CreateTopic { .. } => "CreateTopic",
             Command::DeleteTopic { .. } => "DeleteTopic",
+            Command::ExpireStream { .. } => "ExpireStream",
+            Command::DropStreams { .. } => "DropStreams",
             Command::AddPartitions { .. } => "AddPartitions",
             Command::AlterTopicConfig { .. } => "AlterTopicConfig",
             Command::PlaceStream { .. } => "PlaceStream",

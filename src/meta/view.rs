@@ -308,6 +308,8 @@ impl View {
                 };
             }
             Command::DeleteTopic { name } => self.delete_topic(name),
+            Command::ExpireStream { name, now_ms } => self.expire_stream(proposer, name, *now_ms),
+            Command::DropStreams { streams } => self.drop_streams(proposer, streams),
             // admin
             Command::AddPartitions { name, partitions } => self.add_partitions(name, *partitions),
             Command::AlterTopicConfig { name, updates } => self.alter_topic_config(name, updates),
@@ -572,6 +574,50 @@ impl View {
                     next = Some(s);
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// A Durable Streams stream's lifetime ended by the lease holder's
+    /// clock reading `now_ms`: delete it (or mark it, while forks read it).
+    fn expire_stream(&mut self, proposer: &Proposer, name: &str, now_ms: i64) -> Result<(), Rejection> {
+        self.require_lease(proposer)?;
+        let topic = self
+            .topics
+            .get(name)
+            .ok_or_else(|| Rejection::TopicNotFound(name.to_string()))?;
+        let Some(d) = topic.config.durable.as_ref() else {
+            return Err(Rejection::Invalid(format!("topic {name:?} is not a Durable Streams stream")));
+        };
+        if d.deleted {
+            return Err(Rejection::Precondition(format!("stream {name:?} is already deleted")));
+        }
+        if !d.expired(now_ms) {
+            return Err(Rejection::Precondition(format!("stream {name:?} has not expired at {now_ms}")));
+        }
+        self.delete_topic(name)
+    }
+
+    /// Forget the rows of deleted streams and their committed offsets.
+    fn drop_streams(&mut self, proposer: &Proposer, streams: &[StreamId]) -> Result<(), Rejection> {
+        self.require_lease(proposer)?;
+        for id in streams {
+            match self.streams.get(id) {
+                Some(r) if r.state == StreamState::Deleted => {}
+                Some(r) => {
+                    return Err(Rejection::Precondition(format!(
+                        "stream {id} is {}, not deleted",
+                        r.state.name()
+                    )))
+                }
+                None => return Err(Rejection::Precondition(format!("stream {id} does not exist"))),
+            }
+        }
+        for id in streams {
+            self.streams.remove(id);
+        }
+        for offsets in self.groups.values_mut() {
+            offsets.retain(|s, _| !streams.contains(s));
         }
         Ok(())
     }

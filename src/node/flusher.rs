@@ -2,7 +2,8 @@
 //! streams, then `CommitObjects` indexes them and only then do the tails and
 //! (in `truncate_loop`) the WAL segments that held them go.
 
-use super::{keys, Node, Phase};
+use super::{Node, Phase};
+use crate::stream::keys;
 use crate::ids::Offset;
 use crate::meta::{ChunkCommit, Command, IndexedChunk, Outcome, StreamState};
 use crate::stream::dataobj::DataObjectBuilder;
@@ -71,7 +72,7 @@ pub async fn flush_now(node: &Node, streams: &[Arc<OpenStream>]) {
         builder.add_chunk(s.id, f.base, f.end, f.max_timestamp, f.end.since(f.base), &f.parts);
     }
     let (body, metas) = builder.finish();
-    let key = keys::data_object_key(&node.id, node.epoch);
+    let key = keys::data_object_key(&node.id, node.epoch, node.clock.now_ms());
     if let Err(e) = put_object(node, &key, body).await {
         tracing::warn!(error = %e, %key, "data object upload failed; will retry");
         for (s, _) in &taken {

@@ -5,6 +5,7 @@ pub mod batch;
 pub mod budget;
 pub mod codec;
 pub mod dataobj;
+pub mod keys;
 pub mod partition;
 pub mod producers;
 pub mod reader;

@@ -166,13 +166,13 @@ fn only_unindexed_data_objects_are_unreferenced() {
 fn an_unreferenced_object_waits_out_the_grace_and_is_forgotten_if_referenced_again() {
     let grace = Duration::from_secs(60);
     let mut state = GcState::default();
-    let t0 = Instant::now();
+    let t0 = Duration::from_secs(1);
     // First seen: not due yet.
-    assert!(due_for_deletion(&mut state, vec!["data/x".into(), "data/y".into()], t0, grace).is_empty());
+    assert!(due_after_grace(&mut state.unreferenced_since, vec!["data/x".into(), "data/y".into()], t0, grace).is_empty());
     // y becomes referenced (its commit applied): forgotten.
-    assert!(due_for_deletion(&mut state, vec!["data/x".into()], t0 + grace / 2, grace).is_empty());
+    assert!(due_after_grace(&mut state.unreferenced_since, vec!["data/x".into()], t0 + grace / 2, grace).is_empty());
     // y orphaned again later: its grace starts over; x is due.
-    let due = due_for_deletion(&mut state, vec!["data/x".into(), "data/y".into()], t0 + grace, grace);
+    let due = due_after_grace(&mut state.unreferenced_since, vec!["data/x".into(), "data/y".into()], t0 + grace, grace);
     assert_eq!(due, vec!["data/x".to_string()]);
 }
 

@@ -1,7 +1,6 @@
 //! Names of data objects: `data/<yyyy>/<mm>/<dd>/<node>-<epoch>-<ulid>.obj`.
 
 use crate::ids::{NodeEpoch, NodeId};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 const CROCKFORD: &[u8; 32] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
@@ -28,10 +27,10 @@ pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
     (y, m, d)
 }
 
-pub fn data_object_key(node: &NodeId, epoch: NodeEpoch) -> String {
-    let now_ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
+/// A new data object's key, named at `now_ms` (wall time, read through the
+/// writer's [`Clock`](crate::clock::Clock)).
+pub fn data_object_key(node: &NodeId, epoch: NodeEpoch, now_ms: i64) -> String {
+    let now_ms = u64::try_from(now_ms).unwrap_or(0);
     let (y, m, d) = civil_from_days((now_ms / 86_400_000) as i64);
     format!(
         "data/{y:04}/{m:02}/{d:02}/{node}-{}-{}.obj",
@@ -63,8 +62,8 @@ mod tests {
 
     #[test]
     fn data_object_keys_are_valid_store_keys() {
-        let k = data_object_key(&NodeId::new("n1"), NodeEpoch(3));
+        let k = data_object_key(&NodeId::new("n1"), NodeEpoch(3), 1_704_067_200_000);
         assert!(crate::store::validate_key(&k).is_ok(), "{k}");
-        assert!(k.starts_with("data/") && k.contains("/n1-3-") && k.ends_with(".obj"));
+        assert!(k.starts_with("data/2024/01/01/") && k.contains("/n1-3-") && k.ends_with(".obj"));
     }
 }
