@@ -52,6 +52,12 @@ impl Clock for SystemClock {
     }
 }
 
+/// `clock`'s wall time as a [`std::time::SystemTime`], for APIs that
+/// speak it (credential expiry).
+pub fn system_time(clock: &dyn Clock) -> std::time::SystemTime {
+    std::time::UNIX_EPOCH + Duration::from_millis(u64::try_from(clock.now_ms()).unwrap_or(0))
+}
+
 /// The real clock, shared.
 pub fn system() -> SharedClock {
     Arc::new(SystemClock::default())

@@ -1,10 +1,11 @@
 //! [`Services`]: the capabilities a front door is given, one handle each.
 
 use super::{Cluster, GroupOffsets, Limits, ProducerIds, Records, Tokens, Topics};
+use crate::clock::SharedClock;
 use std::sync::Arc;
 
 /// Every capability a front door may call, and the limits it enforces
-/// before calling them. Cloning copies seven pointers.
+/// before calling them. Cloning copies eight pointers.
 ///
 /// A node builds it over itself (`Node::services`); the Kafka front door
 /// builds one per authenticated principal whose handles refuse what the
@@ -19,11 +20,13 @@ pub struct Services {
     pub producer_ids: Arc<dyn ProducerIds>,
     pub tokens: Arc<dyn Tokens>,
     pub cluster: Arc<dyn Cluster>,
+    /// The node's clock: front doors read time through it, never on their own.
+    pub clock: SharedClock,
 }
 
 impl Services {
-    /// Every capability served by one `backend`.
-    pub fn of<B>(backend: Arc<B>, limits: Limits) -> Self
+    /// Every capability served by one `backend`, on `clock`.
+    pub fn of<B>(backend: Arc<B>, limits: Limits, clock: SharedClock) -> Self
     where
         B: Records + Topics + GroupOffsets + ProducerIds + Tokens + Cluster,
     {
@@ -35,6 +38,7 @@ impl Services {
             producer_ids: backend.clone(),
             tokens: backend.clone(),
             cluster: backend,
+            clock,
         }
     }
 }

@@ -296,9 +296,8 @@ async fn lane(spec: LaneSpec, partition: i32, addr: String, first_due: Instant, 
 }
 
 fn build_records(created: &Created, record_bytes: usize, stamp: bool, fixed: &Bytes) -> Vec<Record> {
-    let timestamp_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64);
+    // The load generator is a client: its record timestamps are real time.
+    let timestamp_ms = crate::clock::Clock::now_ms(&crate::clock::SystemClock::default());
     let mut records = Vec::with_capacity(created.iter().map(|(_, n)| *n as usize).sum());
     for (t, n) in created {
         let value = if stamp {

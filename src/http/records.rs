@@ -22,7 +22,7 @@ use base64::Engine as _;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::Ordering;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 /// Header carrying the key of a raw (`application/octet-stream`) append.
 pub const KEY_HEADER: &str = "sluice-key";
@@ -49,13 +49,6 @@ pub(crate) fn encoding(params: &Params) -> HttpResult<Encoding> {
         Some("base64") => Ok(Encoding::Base64),
         Some(other) => Err(ApiError::invalid(format!("encoding must be utf8 or base64, got {other:?}")).into()),
     }
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 // ---------------------------------------------------------------------------
@@ -107,7 +100,7 @@ fn parse_raw(body: Bytes, headers: &HeaderMap, enc: Encoding, timestamp_ms: i64,
 }
 
 fn parse_body(state: &AppState, headers: &HeaderMap, body: Bytes, enc: Encoding) -> HttpResult<Vec<Incoming>> {
-    let ts = now_ms();
+    let ts = state.engine.clock.now_ms();
     let max = state.limits.max_record_bytes;
     if is_raw(headers) {
         Ok(vec![parse_raw(body, headers, enc, ts, max)?])

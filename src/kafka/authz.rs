@@ -49,6 +49,7 @@ pub fn scoped(inner: &Services, principal: Arc<Principal>) -> Services {
         producer_ids: Arc::new(Scoped::new(inner.producer_ids.clone(), p.clone())),
         tokens: Arc::new(Scoped::new(inner.tokens.clone(), p.clone())),
         cluster: Arc::new(Scoped::new(inner.cluster.clone(), principal)),
+        clock: inner.clock.clone(),
     }
 }
 

@@ -246,7 +246,7 @@ impl Groups {
 
     fn member_id(&self, client_id: &str) -> String {
         let n = self.next_member.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let salt = crc32c::crc32c(format!("{n}{:?}", std::time::SystemTime::now()).as_bytes());
+        let salt: u32 = rand::random();
         format!("{client_id}-{n}-{salt:08x}")
     }
 

@@ -11,7 +11,6 @@
 
 use super::{DynStore, ObjectMeta, PutOutcome, StoreError};
 use bytes::Bytes;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Run every check against `store`.
 pub async fn run_all(store: DynStore) {
@@ -329,11 +328,9 @@ pub async fn invalid_keys_are_refused_and_change_nothing(store: &DynStore) {
 
 /// A prefix no other run uses: `conformance/<check>/<time>-<random>/`.
 fn unique_prefix(check: &str) -> String {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or_default();
-    format!("conformance/{check}/{nanos:x}-{:016x}/", rand::random::<u64>())
+    use crate::clock::Clock as _;
+    let ms = crate::clock::SystemClock::default().now_ms();
+    format!("conformance/{check}/{ms:x}-{:016x}/", rand::random::<u64>())
 }
 
 /// Deterministic, non-repeating-looking bytes, so misplaced ranges show up.

@@ -452,7 +452,8 @@ mod tests {
         LocalStore::open(dir.path()).unwrap();
         let stale = dir.path().join(TMP_DIR).join("12345-0-deadbeef");
         fs::write(&stale, b"half a write").unwrap();
-        let old = std::time::SystemTime::now() - STALE_TEMP - std::time::Duration::from_secs(1);
+        // Long before any run of this test: older than STALE_TEMP for sure.
+        let old = std::time::UNIX_EPOCH + std::time::Duration::from_secs(86_400);
         fs::File::options()
             .write(true)
             .open(&stale)

@@ -69,7 +69,8 @@ impl CredentialProvider for AwsChainCredentials {
 
     async fn get_credential(&self) -> object_store::Result<Arc<AwsCredential>> {
         if let Some((c, expiry)) = self.cached.lock().unwrap().clone() {
-            let fresh = expiry.is_none_or(|e| e > SystemTime::now() + Duration::from_secs(300));
+            let now = crate::clock::system_time(&crate::clock::SystemClock::default());
+            let fresh = expiry.is_none_or(|e| e > now + Duration::from_secs(300));
             if fresh {
                 return Ok(c);
             }

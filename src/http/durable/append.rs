@@ -12,7 +12,6 @@ use super::headers::{self as h, media_type, Producer};
 use super::offset::token;
 use super::reply::{DsError, Reply};
 use super::stream::{self, Found};
-use super::time::now_ms;
 use super::{json, DsState};
 use crate::ids::Offset;
 use crate::meta::durable::{DurableMeta, DurableUpdate, ProducerMark};
@@ -22,9 +21,8 @@ use axum::body::Bytes;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 
-/// One record per message, stamped now.
-pub fn to_records(messages: Vec<Bytes>) -> Vec<Record> {
-    let ts = now_ms();
+/// One record per message, stamped `ts` (now, by the node's clock).
+pub fn to_records(messages: Vec<Bytes>, ts: i64) -> Vec<Record> {
     messages
         .into_iter()
         .map(|v| Record {
@@ -103,7 +101,7 @@ pub async fn append(
         let outcome = st
             .engine
             .records
-            .append_durable(&found.topic, 0, write, to_records(records))
+            .append_durable(&found.topic, 0, write, to_records(records, st.engine.clock.now_ms()))
             .await?;
         match outcome {
             DsAppend::Stored { base, count } => Offset(found.base() + base.get() + u64::from(count)),
@@ -124,7 +122,7 @@ pub async fn append(
             by: req.producer.as_ref().map(mark),
         });
     }
-    updates.extend(stream::touch(&found.meta));
+    updates.extend(stream::touch(&found.meta, st.engine.clock.now_ms()));
     stream::update(st, &found.topic, updates).await?;
     if let Some((epoch, last_seq)) = duplicate {
         let r = Reply::new(StatusCode::NO_CONTENT)

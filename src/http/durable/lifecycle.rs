@@ -5,7 +5,7 @@ use super::headers::{self as h, media_type, Lifetime};
 use super::offset::{token, Start};
 use super::reply::{no_store, DsError, Reply};
 use super::stream::{self, Lookup};
-use super::time::{format_rfc3339, now_ms};
+use super::time::format_rfc3339;
 use super::{append, json, DsState};
 use crate::api::{ErrorCode, ReadFrom};
 use crate::ids::Offset;
@@ -79,7 +79,7 @@ async fn plan_fork(
                 req.source
             )))
         }
-        Lookup::Foreign | Lookup::Missing => return Err(DsError::not_found(&req.source)),
+        Lookup::Foreign | Lookup::Expired | Lookup::Missing => return Err(DsError::not_found(&req.source)),
     };
     if let Some(ct) = content_type {
         if media_type(ct) != media_type(&src.meta.content_type) {
@@ -203,6 +203,11 @@ pub async fn create(
                     .header_if(found.meta.closed(), h::CLOSED, "true");
                 return Ok(no_store(r).build());
             }
+            // Its deletion is the lease holder's; a new stream waits for it.
+            Lookup::Expired => {
+                stream::wait_deleted(st, &topic).await?;
+                continue;
+            }
             Lookup::Missing => {}
         }
         let p = match &fork_req {
@@ -220,7 +225,7 @@ pub async fn create(
             content_type: p.content_type.clone(),
             ttl_secs: p.life.ttl_secs,
             expires_at_ms: p.life.expires_at_ms,
-            touched_ms: now_ms(),
+            touched_ms: st.engine.clock.now_ms(),
             fork: fork_req.as_ref().map(|_| Box::new(p.fork.clone())),
             ..Default::default()
         };
@@ -253,7 +258,7 @@ pub async fn create(
     stream::wait_open(st, &topic).await?;
     let mut tail = base;
     if !records.is_empty() {
-        let a = st.engine.records.append(&topic, 0, append::to_records(records)).await?;
+        let a = st.engine.records.append(&topic, 0, append::to_records(records, st.engine.clock.now_ms())).await?;
         tail = Offset(base.get() + a.base.get() + u64::from(a.count));
     }
     if close {

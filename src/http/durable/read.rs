@@ -154,8 +154,8 @@ fn etag(from: ReadFrom, r: &ReadResult, closed: bool) -> String {
     format!("\"{start}-{}{}\"", token(r.next_offset), if closed { "-c" } else { "" })
 }
 
-fn now_secs() -> u64 {
-    (super::time::now_ms() / 1000).max(0) as u64
+fn now_secs(st: &DsState) -> u64 {
+    (st.engine.clock.now_ms() / 1000).max(0) as u64
 }
 
 pub async fn get(
@@ -205,7 +205,7 @@ pub async fn get(
             .header_if(up_to_date, h::UP_TO_DATE, "true")
             .header_if(closed, h::CLOSED, "true");
         if live {
-            let c = offset::cursor(now_secs(), q.cursor.as_deref());
+            let c = offset::cursor(now_secs(st), q.cursor.as_deref());
             reply.header(h::CURSOR, c.to_string())
         } else {
             reply

@@ -195,7 +195,7 @@ pub async fn serve(st: &Arc<DsState>, reader: Reader, found: Found, q: &Query) -
     let from = read_from(q.offset);
     // A first read here, so a bad offset is an HTTP error, not an event.
     read_once(st, &reader, &found, from, Duration::ZERO).await?;
-    let now_secs = (super::time::now_ms() / 1000).max(0) as u64;
+    let now_secs = (st.engine.clock.now_ms() / 1000).max(0) as u64;
     let tail = Tail {
         path: found.meta.path.clone(),
         reader,

@@ -1,10 +1,10 @@
 //! Finding a stream: its topic, its protocol state, whether it is open for
-//! appends; its tail; expiry (an expired stream is deleted when next
-//! touched and is 404 meanwhile) and the sliding TTL.
+//! appends; its tail; expiry and the sliding TTL. A stream whose lifetime
+//! ended by this node's clock answers 404 at once, but only the lease holder
+//! deletes it (`cluster::expiry`): reading is not deleting.
 
 use super::fork::{self, Segment};
 use super::reply::DsError;
-use super::time::now_ms;
 use super::{name, DsState};
 use crate::api::{ErrorCode, ReadFrom, ReadRequest};
 use crate::ids::Offset;
@@ -37,6 +37,8 @@ pub enum Lookup {
     Gone,
     /// A topic exists under the stream's name but is not a stream.
     Foreign,
+    /// Its lifetime ended; the lease holder has not deleted it yet: 404.
+    Expired,
     Missing,
 }
 
@@ -44,7 +46,7 @@ pub fn topic(path: &str) -> Result<String, DsError> {
     name::topic_for(path).map_err(DsError::bad)
 }
 
-/// The stream at `path` as this node's view has it (expired ones deleted).
+/// The stream at `path` as this node's view has it.
 pub async fn lookup(st: &DsState, path: &str) -> Result<Lookup, DsError> {
     let topic = topic(path)?;
     // Perhaps created through another node a moment ago: the engine
@@ -60,16 +62,8 @@ pub async fn lookup(st: &DsState, path: &str) -> Result<Lookup, DsError> {
     if meta.deleted {
         return Ok(Lookup::Gone);
     }
-    if meta.expired(now_ms()) {
-        // Deleted, or only marked deleted while forks read it.
-        match st.engine.topics.delete_topic(&topic).await {
-            Ok(()) => {
-                let _ = st.engine.cluster.sync_metadata().await;
-            }
-            Err(e) if e.code == ErrorCode::TopicNotFound => {}
-            Err(e) => tracing::warn!(%topic, error = %e.message, "expired stream not deleted yet"),
-        }
-        return Ok(Lookup::Missing);
+    if meta.expired(st.engine.clock.now_ms()) {
+        return Ok(Lookup::Expired);
     }
     let open = desc.partition_info.first().is_some_and(|p| p.state == "open");
     let segments = segments(st, &topic, &meta)?;
@@ -98,7 +92,7 @@ pub async fn find(st: &DsState, path: &str) -> Result<Found, DsError> {
             axum::http::StatusCode::GONE,
             format!("stream {path:?} was deleted"),
         )),
-        Lookup::Foreign | Lookup::Missing => Err(DsError::not_found(path)),
+        Lookup::Foreign | Lookup::Expired | Lookup::Missing => Err(DsError::not_found(path)),
     }
 }
 
@@ -152,6 +146,31 @@ pub async fn wait_open(st: &DsState, topic: &str) -> Result<(), DsError> {
     }
 }
 
+/// Waits until the lease holder has deleted (or marked deleted) the expired
+/// stream `topic`, so it can be created again; 503 if that takes too long.
+pub async fn wait_deleted(st: &DsState, topic: &str) -> Result<(), DsError> {
+    let deadline = tokio::time::Instant::now() + OPEN_WAIT;
+    let mut pause = Duration::from_millis(10);
+    loop {
+        let _ = st.engine.cluster.sync_metadata().await;
+        match st.engine.topics.describe_topic(topic) {
+            Err(e) if e.code == ErrorCode::TopicNotFound => return Ok(()),
+            Err(e) => return Err(e.into()),
+            Ok(d) if d.config.durable.as_ref().is_none_or(|m| m.deleted) => return Ok(()),
+            Ok(_) => {}
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(DsError::new(
+                axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                format!("stream {topic} expired and is being deleted; retry shortly"),
+            )
+            .with("retry-after", 1));
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_millis(100));
+    }
+}
+
 /// Record protocol-state changes in the metadata log (all or nothing).
 pub async fn update(st: &DsState, topic: &str, updates: Vec<DurableUpdate>) -> Result<(), DsError> {
     if updates.is_empty() {
@@ -164,13 +183,10 @@ pub async fn update(st: &DsState, topic: &str, updates: Vec<DurableUpdate>) -> R
     Ok(())
 }
 
-/// The touch to record for a read or write now, if the sliding TTL needs
-/// one: at most about twice per TTL, when half of it has passed.
-pub fn touch(meta: &DurableMeta) -> Option<DurableUpdate> {
-    touch_at(meta, now_ms())
-}
-
-fn touch_at(meta: &DurableMeta, now: i64) -> Option<DurableUpdate> {
+/// The touch to record for a read or write at `now` (Unix ms), if the
+/// sliding TTL needs one: at most about twice per TTL, when half of it has
+/// passed.
+pub fn touch(meta: &DurableMeta, now: i64) -> Option<DurableUpdate> {
     let ttl_ms = (meta.ttl_secs? as i64).saturating_mul(1000);
     (now - meta.touched_ms >= ttl_ms / 2).then_some(DurableUpdate::Touch { at_ms: now })
 }
@@ -178,7 +194,7 @@ fn touch_at(meta: &DurableMeta, now: i64) -> Option<DurableUpdate> {
 /// Records a touch for a read, best effort (a failed touch only shortens
 /// the stream's life to what was last recorded).
 pub async fn touch_for_read(st: &DsState, found: &Found) {
-    if let Some(t) = touch(&found.meta) {
+    if let Some(t) = touch(&found.meta, st.engine.clock.now_ms()) {
         if let Err(e) = update(st, &found.topic, vec![t]).await {
             tracing::debug!(topic = %found.topic, error = %e.message, "TTL touch not recorded");
         }
@@ -195,9 +211,9 @@ mod tests {
             touched_ms: 10_000,
             ..Default::default()
         };
-        assert_eq!(touch_at(&m, 99_999), None, "no TTL, no touch");
+        assert_eq!(touch(&m, 99_999), None, "no TTL, no touch");
         m.ttl_secs = Some(2);
-        assert_eq!(touch_at(&m, 10_999), None);
-        assert_eq!(touch_at(&m, 11_000), Some(DurableUpdate::Touch { at_ms: 11_000 }));
+        assert_eq!(touch(&m, 10_999), None);
+        assert_eq!(touch(&m, 11_000), Some(DurableUpdate::Touch { at_ms: 11_000 }));
     }
 }

@@ -1,16 +1,5 @@
-//! RFC 3339 timestamps (`Stream-Expires-At`) to and from Unix milliseconds,
-//! and the wall clock the protocol's lifetimes are measured with.
-
-use std::time::{SystemTime, UNIX_EPOCH};
-
-/// Wall-clock Unix milliseconds. Stream lifetimes (TTL, expiry), cursors
-/// and retention by time use it; no ownership or durability decision does.
-pub fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
+//! RFC 3339 timestamps (`Stream-Expires-At`) to and from Unix milliseconds.
+//! (The time itself is read through the node's [`crate::clock::Clock`].)
 
 /// Days since 1970-01-01 of a proleptic Gregorian date.
 fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {

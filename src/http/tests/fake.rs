@@ -161,7 +161,7 @@ fn unsupported(what: &str) -> ApiError {
 impl From<Arc<FakeEngine>> for Services {
     fn from(fake: Arc<FakeEngine>) -> Self {
         let limits = fake.limits;
-        Services::of(fake, limits)
+        Services::of(fake, limits, crate::clock::system())
     }
 }
 

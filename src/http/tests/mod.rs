@@ -205,10 +205,7 @@ async fn appends_return_offsets_in_request_order() {
     assert_eq!(p2[0].value.as_deref(), Some(&b"a"[..]));
     assert_eq!(p2[1].headers, vec![("h".into(), Some("v".into())), ("n".into(), None)]);
     assert_eq!(h.engine.records("t", 1)[0].value, None, "null is a tombstone");
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64;
+    let now = crate::clock::Clock::now_ms(&crate::clock::SystemClock::default());
     assert!((now - p2[0].timestamp_ms).abs() < 60_000);
 
     let r = h

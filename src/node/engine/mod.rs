@@ -42,7 +42,7 @@ impl Node {
             max_wait: self.config.max_wait,
             max_read_bytes: self.config.http_max_read_bytes,
         };
-        Services::of(self.clone(), limits)
+        Services::of(self.clone(), limits, self.clock.clone())
     }
 }
 
