@@ -13,3 +13,6 @@ pub use context::{Context, Settings};
 
 #[cfg(test)]
 pub(crate) mod fake;
+
+#[cfg(test)]
+mod tests;

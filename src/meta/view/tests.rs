@@ -4,6 +4,7 @@ use super::*;
 
 mod admin;
 mod forks;
+mod lifetimes;
 mod tokens;
 
 fn n(s: &str) -> NodeId {
