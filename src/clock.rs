@@ -24,16 +24,17 @@ pub trait Clock: Send + Sync + std::fmt::Debug {
 /// A clock shared by everything one node runs.
 pub type SharedClock = Arc<dyn Clock>;
 
-/// The operating system's clocks.
+/// The operating system's clocks. Monotonic time is tokio's, so a runtime
+/// with paused time (the simulation) moves it as it moves its timers.
 #[derive(Debug, Clone, Copy)]
 pub struct SystemClock {
-    origin: std::time::Instant,
+    origin: tokio::time::Instant,
 }
 
 impl Default for SystemClock {
     fn default() -> Self {
         Self {
-            origin: std::time::Instant::now(),
+            origin: tokio::time::Instant::now(),
         }
     }
 }
