@@ -185,10 +185,7 @@ async fn retention_trims_old_chunks_and_reads_below_the_start_are_out_of_range()
         .await
         .unwrap();
     // A recent record after them, in a later chunk.
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64;
+    let now = sluice::clock::Clock::now_ms(a.clock.as_ref());
     a.append("t", 0, vec![rec_at("new", now)]).await.unwrap();
     assert!(
         eventually(Duration::from_secs(20), || a
@@ -205,4 +202,51 @@ async fn retention_trims_old_chunks_and_reads_below_the_start_are_out_of_range()
     assert_eq!(err.code, ErrorCode::OffsetOutOfRange, "{err:?}");
     let r = a.read("t", 0, read_from(10)).await.unwrap();
     assert_eq!(r.records[0].1.value.as_deref(), Some(&b"new"[..]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rows_of_deleted_topics_leave_the_view_and_its_objects_are_collected() {
+    let backends = support::memory_backends();
+    let data = backends.data.clone();
+    let a = start("a", backends.clone(), &["--flush-interval-sec", "1"]).await;
+    a.create_topic("steady", 1, Default::default()).await.unwrap();
+    assert!(all_placed(&a, "steady").await);
+    let baseline = a.meta.view().streams.len();
+    for round in 0..3 {
+        let name = format!("churn{round}");
+        a.create_topic(&name, 2, Default::default()).await.unwrap();
+        assert!(all_placed(&a, &name).await);
+        append_all(&[&a], &name, 2, 4).await;
+        // Flushed into data objects before it goes.
+        assert!(
+            eventually(Duration::from_secs(20), || a
+                .meta
+                .view()
+                .streams
+                .values()
+                .filter(|r| r.topic_name == name)
+                .all(|r| r.committed_end.0 > 0))
+            .await
+        );
+        a.delete_topic(&name).await.unwrap();
+    }
+    assert!(
+        eventually(Duration::from_secs(30), || a.meta.view().streams.len() == baseline).await,
+        "deleted streams' rows stayed: {} rows, baseline {baseline}",
+        a.meta.view().streams.len()
+    );
+    assert!(a
+        .meta
+        .view()
+        .streams
+        .values()
+        .all(|r| r.state != StreamState::Deleted));
+    // Their data objects went too (`steady` holds no records).
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let mut left = data.list("data/").await.unwrap();
+    while !left.is_empty() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        left = data.list("data/").await.unwrap();
+    }
+    assert!(left.is_empty(), "data objects of deleted topics stayed: {left:?}");
 }
