@@ -17,9 +17,12 @@
 //!   `Cluster`, one file each) bundled in [`api::Services`], and the public
 //!   error kinds. It imports no front door and not `node`.
 //! - [`auth`]: tokens, scopes and the authenticator behind `--auth on`.
-//! - [`node`]: one `sluice serve` process: registration, control loops, and
-//!   the capabilities it serves (`node/engine/`, one file per trait).
-//! - [`cluster`]: the lease holder's duties: liveness, fencing, takeover, placement.
+//! - [`node`]: one `sluice serve` process: registration, heartbeat,
+//!   reconciliation, flushing, hand-off and shutdown, and the capabilities it
+//!   serves (`node/engine/`, one file per trait).
+//! - [`cluster`]: the lease holder's duties (liveness, fencing, takeover,
+//!   placement, expiry, retention, GC) over a narrow `cluster::Context`;
+//!   it never imports `node`.
 //! - [`config`]: every flag and its validation.
 //! - [`http`], [`cli`], [`server`], [`bench`]: the HTTP front door, the client
 //!   commands, `sluice serve`, and the load generator.
