@@ -235,12 +235,7 @@ async fn rows_of_deleted_topics_leave_the_view_and_its_objects_are_collected() {
         "deleted streams' rows stayed: {} rows, baseline {baseline}",
         a.meta.view().streams.len()
     );
-    assert!(a
-        .meta
-        .view()
-        .streams
-        .values()
-        .all(|r| r.state != StreamState::Deleted));
+    assert!(a.meta.view().streams.values().all(|r| r.state != StreamState::Deleted));
     // Their data objects went too (`steady` holds no records).
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     let mut left = data.list("data/").await.unwrap();

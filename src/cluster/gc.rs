@@ -133,7 +133,12 @@ pub async fn run_once(node: &dyn Context, state: &mut GcState) -> anyhow::Result
     let doomed = {
         let view = node.view();
         let unreferenced = unreferenced_data(&view, &listed);
-        due_after_grace(&mut state.unreferenced_since, unreferenced, node.clock().monotonic(), grace)
+        due_after_grace(
+            &mut state.unreferenced_since,
+            unreferenced,
+            node.clock().monotonic(),
+            grace,
+        )
     };
     let deleted = concurrently(doomed.into_iter().take(budget), |key| async move {
         data.delete(&key).await?;

@@ -165,12 +165,7 @@ async fn supervise_transfers(node: &dyn Context, state: &mut HolderState) -> any
     let cancels = {
         let view = node.view();
         let my_count = view.nodes.get(&id).map_or(HeartbeatCount::ZERO, |r| r.heartbeats);
-        transfers_to_cancel(
-            &view,
-            my_count,
-            timeout,
-            &mut state.transfers_seen,
-        )
+        transfers_to_cancel(&view, my_count, timeout, &mut state.transfers_seen)
     };
     if cancels.is_empty() {
         return Ok(());

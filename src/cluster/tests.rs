@@ -57,11 +57,17 @@ async fn a_silent_node_is_fenced_after_the_node_timeout_counted_in_the_holders_h
     for _ in 0..2 {
         fake.heartbeat("a");
         tick(&fake, &mut state).await;
-        assert!(fake.view().is_live(&n("b"), NodeEpoch(1)), "not yet: under 3 of our heartbeats");
+        assert!(
+            fake.view().is_live(&n("b"), NodeEpoch(1)),
+            "not yet: under 3 of our heartbeats"
+        );
     }
     fake.heartbeat("a");
     tick(&fake, &mut state).await;
-    assert!(!fake.view().is_live(&n("b"), NodeEpoch(1)), "fenced after 3 of our heartbeats");
+    assert!(
+        !fake.view().is_live(&n("b"), NodeEpoch(1)),
+        "fenced after 3 of our heartbeats"
+    );
     assert!(fake.proposed_names().contains(&"FenceNode"));
 }
 
@@ -204,11 +210,19 @@ async fn rows_of_deleted_streams_are_dropped_once_the_grace_has_passed() {
             create(&fake, &name, 3, TopicConfig::default());
             assert_eq!(fake.apply_as("a", Command::DeleteTopic { name }), Outcome::Applied);
         }
-        assert_eq!(gc::run_once(&fake, &mut gc_state).await.unwrap().rows_dropped, 0, "within the grace");
+        assert_eq!(
+            gc::run_once(&fake, &mut gc_state).await.unwrap().rows_dropped,
+            0,
+            "within the grace"
+        );
         assert_eq!(fake.view().streams.len(), baseline + 15);
         fake.clock.advance(fake.settings.gc_grace);
         assert_eq!(gc::run_once(&fake, &mut gc_state).await.unwrap().rows_dropped, 15);
-        assert_eq!(fake.view().streams.len(), baseline, "back to the baseline after round {round}");
+        assert_eq!(
+            fake.view().streams.len(),
+            baseline,
+            "back to the baseline after round {round}"
+        );
     }
     assert!(fake.view().streams.values().all(|r| r.state != StreamState::Deleted));
 }

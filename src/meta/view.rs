@@ -587,13 +587,17 @@ impl View {
             .get(name)
             .ok_or_else(|| Rejection::TopicNotFound(name.to_string()))?;
         let Some(d) = topic.config.durable.as_ref() else {
-            return Err(Rejection::Invalid(format!("topic {name:?} is not a Durable Streams stream")));
+            return Err(Rejection::Invalid(format!(
+                "topic {name:?} is not a Durable Streams stream"
+            )));
         };
         if d.deleted {
             return Err(Rejection::Precondition(format!("stream {name:?} is already deleted")));
         }
         if !d.expired(now_ms) {
-            return Err(Rejection::Precondition(format!("stream {name:?} has not expired at {now_ms}")));
+            return Err(Rejection::Precondition(format!(
+                "stream {name:?} has not expired at {now_ms}"
+            )));
         }
         self.delete_topic(name)
     }

@@ -3,10 +3,10 @@
 //! (in `truncate_loop`) the WAL segments that held them go.
 
 use super::{Node, Phase};
-use crate::stream::keys;
 use crate::ids::Offset;
 use crate::meta::{ChunkCommit, Command, IndexedChunk, Outcome, StreamState};
 use crate::stream::dataobj::DataObjectBuilder;
+use crate::stream::keys;
 use crate::stream::partition::{Flushable, OpenStream};
 use crate::telemetry;
 use std::sync::Arc;

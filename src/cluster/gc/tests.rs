@@ -168,11 +168,28 @@ fn an_unreferenced_object_waits_out_the_grace_and_is_forgotten_if_referenced_aga
     let mut state = GcState::default();
     let t0 = Duration::from_secs(1);
     // First seen: not due yet.
-    assert!(due_after_grace(&mut state.unreferenced_since, vec!["data/x".into(), "data/y".into()], t0, grace).is_empty());
+    assert!(due_after_grace(
+        &mut state.unreferenced_since,
+        vec!["data/x".into(), "data/y".into()],
+        t0,
+        grace
+    )
+    .is_empty());
     // y becomes referenced (its commit applied): forgotten.
-    assert!(due_after_grace(&mut state.unreferenced_since, vec!["data/x".into()], t0 + grace / 2, grace).is_empty());
+    assert!(due_after_grace(
+        &mut state.unreferenced_since,
+        vec!["data/x".into()],
+        t0 + grace / 2,
+        grace
+    )
+    .is_empty());
     // y orphaned again later: its grace starts over; x is due.
-    let due = due_after_grace(&mut state.unreferenced_since, vec!["data/x".into(), "data/y".into()], t0 + grace, grace);
+    let due = due_after_grace(
+        &mut state.unreferenced_since,
+        vec!["data/x".into(), "data/y".into()],
+        t0 + grace,
+        grace,
+    );
     assert_eq!(due, vec!["data/x".to_string()]);
 }
 
