@@ -225,7 +225,7 @@ pub async fn create(
             content_type: p.content_type.clone(),
             ttl_secs: p.life.ttl_secs,
             expires_at_ms: p.life.expires_at_ms,
-            touched_ms: st.engine.clock().now_ms(),
+            touched_ms: st.engine.clock.now_ms(),
             fork: fork_req.as_ref().map(|_| Box::new(p.fork.clone())),
             ..Default::default()
         };
@@ -233,9 +233,9 @@ pub async fn create(
             durable: Some(meta),
             ..Default::default()
         };
-        match st.engine.create_topic(&topic, 1, config).await {
+        match st.engine.topics.create_topic(&topic, 1, config).await {
             Ok(_) => {
-                let _ = st.engine.sync_metadata().await;
+                let _ = st.engine.cluster.sync_metadata().await;
                 created = true;
                 plan = Some(p);
             }
@@ -260,7 +260,8 @@ pub async fn create(
     if !records.is_empty() {
         let a = st
             .engine
-            .append(&topic, 0, append::to_records(records, st.engine.clock().now_ms()))
+            .records
+            .append(&topic, 0, append::to_records(records, st.engine.clock.now_ms()))
             .await?;
         tail = Offset(base.get() + a.base.get() + u64::from(a.count));
     }
@@ -297,9 +298,9 @@ pub async fn head(st: &DsState, path: &str) -> Result<Response, DsError> {
 
 pub async fn delete(st: &DsState, path: &str) -> Result<Response, DsError> {
     let found = stream::find(st, path).await?;
-    match st.engine.delete_topic(&found.topic).await {
+    match st.engine.topics.delete_topic(&found.topic).await {
         Ok(()) => {
-            let _ = st.engine.sync_metadata().await;
+            let _ = st.engine.cluster.sync_metadata().await;
             Ok(Reply::new(StatusCode::NO_CONTENT).build())
         }
         Err(e) if e.code == ErrorCode::TopicNotFound => Err(DsError::not_found(path)),
