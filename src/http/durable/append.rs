@@ -94,7 +94,11 @@ pub async fn append(
         if records.is_empty() {
             stream::tail(st, &found).await?
         } else {
-            let a = st.engine.records.append(&found.topic, 0, to_records(records)).await?;
+            let a = st
+                .engine
+                .records
+                .append(&found.topic, 0, to_records(records, st.engine.clock.now_ms()))
+                .await?;
             Offset(found.base() + a.base.get() + u64::from(a.count))
         }
     } else {
