@@ -138,7 +138,8 @@ pub struct ServeArgs {
     #[arg(long, env = "SLUICE_NODE_TIMEOUT_SEC", default_value_t = 30)]
     pub node_timeout_sec: u64,
 
-    /// A lease holder silent this long loses the lease (default: half the node timeout).
+    /// A lease holder silent this long loses the lease (default: half the node timeout, but more than one
+    /// heartbeat interval).
     #[arg(long, env = "SLUICE_LEASE_TIMEOUT_SEC")]
     pub lease_timeout_sec: Option<u64>,
 
@@ -346,6 +347,12 @@ impl ServeArgs {
         <Wrapper as clap::Parser>::try_parse_from(all).map(|w| w.serve)
     }
 
+    /// `--lease-timeout-sec`, or its default for this interval and node timeout.
+    pub fn resolved_lease_timeout_sec(&self) -> u64 {
+        self.lease_timeout_sec
+            .unwrap_or_else(|| default_lease_timeout_sec(self.heartbeat_interval_sec, self.node_timeout_sec))
+    }
+
     /// Resolve defaults and check every combination. The error is one line
     /// naming the flags involved.
     pub fn validate(&self) -> Result<Config, String> {
@@ -359,7 +366,7 @@ impl ServeArgs {
                 self.node_timeout_sec
             ));
         }
-        let lease = self.lease_timeout_sec.unwrap_or(self.node_timeout_sec / 2);
+        let lease = self.resolved_lease_timeout_sec();
         if lease <= hb || lease > self.node_timeout_sec {
             return Err(format!(
                 "--lease-timeout-sec ({lease}) must be greater than --heartbeat-interval-sec ({hb}) and at most --node-timeout-sec ({})",
@@ -531,6 +538,16 @@ impl ServeArgs {
     }
 }
 
+/// The default lease timeout: half the node timeout, raised to one second
+/// above the heartbeat interval where half would not be above it. A holder
+/// then always gets at least two of the taker's heartbeats
+/// (`ceil(lease / interval) >= 2`) before it loses the lease, and the lease
+/// never outlasts the node timeout: every node timeout greater than the
+/// interval has a valid default (`interval < lease <= node timeout`).
+pub fn default_lease_timeout_sec(heartbeat_interval_sec: u64, node_timeout_sec: u64) -> u64 {
+    (node_timeout_sec / 2).max(heartbeat_interval_sec + 1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -675,6 +692,52 @@ mod tests {
         assert!(parse(&["--node-id", "n", "--lease-timeout-sec", "30"])
             .validate()
             .is_ok());
+    }
+
+    #[test]
+    fn the_default_lease_timeout_is_valid_for_every_node_timeout_above_the_interval() {
+        for hb in 1..=12u64 {
+            for nt in hb + 1..=64 {
+                let (h, n) = (hb.to_string(), nt.to_string());
+                let args = parse(&[
+                    "--node-id",
+                    "n",
+                    "--heartbeat-interval-sec",
+                    &h,
+                    "--node-timeout-sec",
+                    &n,
+                ]);
+                let lease = args.resolved_lease_timeout_sec();
+                assert!(
+                    hb < lease && lease <= nt,
+                    "interval {hb}, node timeout {nt}: lease {lease}"
+                );
+                let c = args
+                    .validate()
+                    .unwrap_or_else(|e| panic!("interval {hb}, node timeout {nt}: {e}"));
+                assert!(c.lease_timeout_heartbeats >= 2, "interval {hb}, node timeout {nt}");
+                assert!(c.lease_timeout_heartbeats <= c.node_timeout_heartbeats);
+                if nt / 2 > hb {
+                    assert_eq!(lease, nt / 2, "half the node timeout where that is above the interval");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn one_second_heartbeats_with_a_three_second_node_timeout_validate() {
+        let c = parse(&[
+            "--node-id",
+            "n",
+            "--heartbeat-interval-sec",
+            "1",
+            "--node-timeout-sec",
+            "3",
+        ])
+        .validate()
+        .unwrap();
+        assert_eq!(c.node_timeout_heartbeats, 3);
+        assert_eq!(c.lease_timeout_heartbeats, 2);
     }
 
     #[test]

@@ -310,3 +310,20 @@ async fn a_node_paused_past_the_timeout_is_fenced_writes_nothing_and_exits() {
         );
     }
 }
+
+/// The failover page allows every node timeout above the heartbeat interval;
+/// with the derived lease timeout, one-second heartbeats and a three-second
+/// node timeout start (they were refused when the default was half the node
+/// timeout in whole seconds, 1 s, not above the interval).
+#[test]
+fn a_node_starts_with_one_second_heartbeats_and_a_three_second_node_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut node = Server::start(
+        "n1",
+        dir.path(),
+        free_port(),
+        &["--heartbeat-interval-sec", "1", "--node-timeout-sec", "3"],
+    );
+    assert_eq!(support::process::http_status(node.port, "/ready"), Some(200));
+    assert!(node.terminate().success(), "log: {}", node.log());
+}

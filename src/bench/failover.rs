@@ -1352,7 +1352,7 @@ pub async fn run(args: &FailoverArgs) -> anyhow::Result<()> {
         load_rate: args.rate,
         heartbeat_interval_sec: serve.heartbeat_interval_sec,
         node_timeout_sec: serve.node_timeout_sec,
-        lease_timeout_sec: serve.lease_timeout_sec.unwrap_or(serve.node_timeout_sec / 2),
+        lease_timeout_sec: serve.resolved_lease_timeout_sec(),
         shutdown_drain_sec: serve.shutdown_drain_sec,
         object_store: config.object_store.replace(&base.display().to_string(), "<run dir>"),
         wal_store: config.wal_store.replace(&base.display().to_string(), "<run dir>"),

@@ -22,6 +22,20 @@ pub fn http_status(port: u16, path: &str) -> Option<u16> {
     std::str::from_utf8(&head[9..12]).ok()?.parse().ok()
 }
 
+/// Heartbeat 1 s, node timeout 4 s, no shutdown drain: each one unless
+/// `extra` sets that flag itself (clap refuses a flag given twice).
+fn fast_timing(extra: &[&str]) -> Vec<&'static str> {
+    [
+        ("--heartbeat-interval-sec", "1"),
+        ("--node-timeout-sec", "4"),
+        ("--shutdown-drain-sec", "0"),
+    ]
+    .into_iter()
+    .filter(|(flag, _)| !extra.iter().any(|e| e == flag || e.starts_with(&format!("{flag}="))))
+    .flat_map(|(flag, v)| [flag, v])
+    .collect()
+}
+
 pub struct Server {
     pub child: Child,
     pub url: String,
@@ -51,14 +65,7 @@ impl Server {
             .args(["--data-dir", data_dir.to_str().unwrap()])
             .args(["--http-addr", &format!("127.0.0.1:{port}")])
             .args(["--kafka-addr", kafka_addr])
-            .args([
-                "--heartbeat-interval-sec",
-                "1",
-                "--node-timeout-sec",
-                "4",
-                "--shutdown-drain-sec",
-                "0",
-            ])
+            .args(fast_timing(extra))
             .args(extra)
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
