@@ -201,6 +201,11 @@ pub struct ServeArgs {
     #[arg(long, env = "SLUICE_META_POLL_MS", default_value_t = 100)]
     pub meta_poll_ms: u64,
 
+    /// Seconds one request to the metadata log may take; past it the store counts as unreachable and
+    /// metadata changes fail with 503 until it answers again.
+    #[arg(long, env = "SLUICE_METADATA_REQUEST_TIMEOUT_SEC", default_value_t = 2)]
+    pub metadata_request_timeout_sec: u64,
+
     /// A transfer that makes no progress this long is cancelled by the lease holder.
     #[arg(long, env = "SLUICE_TRANSFER_TIMEOUT_SEC", default_value_t = 30)]
     pub transfer_timeout_sec: u64,
@@ -295,6 +300,7 @@ pub struct Config {
     pub http_max_read_bytes: usize,
     pub max_wait: Duration,
     pub meta_poll: Duration,
+    pub metadata_request_timeout: Duration,
     pub transfer_timeout_heartbeats: u64,
     pub rebalance_threshold: usize,
     pub max_concurrent_transfers: usize,
@@ -394,6 +400,10 @@ impl ServeArgs {
             ("--read-timeout-sec", self.read_timeout_sec as usize),
             ("--kafka-idle-timeout-sec", self.kafka_idle_timeout_sec as usize),
             ("--request-body-timeout-sec", self.request_body_timeout_sec as usize),
+            (
+                "--metadata-request-timeout-sec",
+                self.metadata_request_timeout_sec as usize,
+            ),
         ] {
             if v == 0 {
                 return Err(format!("{flag} must be at least 1"));
@@ -526,6 +536,7 @@ impl ServeArgs {
             http_max_read_bytes: self.http_max_read_bytes,
             max_wait: Duration::from_millis(self.max_wait_ms),
             meta_poll: Duration::from_millis(self.meta_poll_ms.max(1)),
+            metadata_request_timeout: Duration::from_secs(self.metadata_request_timeout_sec),
             transfer_timeout_heartbeats: crate::meta::liveness::heartbeats_for(self.transfer_timeout_sec.max(1), hb),
             rebalance_threshold: self.rebalance_threshold,
             max_concurrent_transfers: self.max_concurrent_transfers,

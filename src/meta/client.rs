@@ -24,6 +24,12 @@ pub struct MetaConfig {
     pub poll_interval: Duration,
     /// How long a proposal may wait for its outcome.
     pub propose_timeout: Duration,
+    /// How long one request to the log may take. A request that has not
+    /// answered by then counts as the store being unreachable, and a
+    /// proposal gives up (`Unavailable`) once no request has succeeded for
+    /// this long, rather than waiting out `propose_timeout` on a store that
+    /// does not answer.
+    pub request_timeout: Duration,
     /// How many entries a read fetches at most.
     pub read_batch: usize,
 }
@@ -33,6 +39,7 @@ impl Default for MetaConfig {
         Self {
             poll_interval: Duration::from_millis(100),
             propose_timeout: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(2),
             read_batch: 256,
         }
     }
@@ -56,6 +63,9 @@ type Reply = oneshot::Sender<Result<Vec<Outcome>, MetaError>>;
 struct Proposal {
     commands: Vec<Command>,
     reply: Reply,
+    /// When the caller asked: its proposal fails `request_timeout` after
+    /// this unless the store answers meanwhile.
+    submitted: Instant,
 }
 
 struct Shared {
@@ -126,6 +136,7 @@ impl Meta {
             log: log.clone(),
             config: config.clone(),
             pending: None,
+            last_answer: Instant::now(),
         };
         loop {
             match core.catch_up().await {
@@ -196,7 +207,11 @@ impl Meta {
         assert!(!commands.is_empty(), "nothing to propose");
         let (reply, rx) = oneshot::channel();
         self.tx
-            .send(Proposal { commands, reply })
+            .send(Proposal {
+                commands,
+                reply,
+                submitted: Instant::now(),
+            })
             .map_err(|_| MetaError::Stopped)?;
         match tokio::time::timeout(self.config.propose_timeout, rx).await {
             Ok(Ok(r)) => r,
@@ -259,6 +274,8 @@ struct Core {
     config: MetaConfig,
     /// The proposal in flight: its id, and per caller how many commands.
     pending: Option<Pending>,
+    /// When a request to the log last succeeded.
+    last_answer: Instant,
 }
 
 struct Pending {
@@ -324,23 +341,49 @@ impl Core {
         }
     }
 
-    fn set_reachable(&self, ok: bool) {
+    /// Record whether a request to the log succeeded: front doors refuse
+    /// metadata changes at once while the last one did not.
+    fn set_reachable(&mut self, ok: bool) {
+        if ok {
+            self.last_answer = Instant::now();
+        }
         self.shared
             .reachable
             .send_if_modified(|r| std::mem::replace(r, ok) != ok);
     }
 
+    /// One request to the log, given up after `limit`: a blackholed store
+    /// does not answer at all, and waiting on it would hold every proposal
+    /// behind it. A request given up on may still take effect.
+    async fn request<T>(
+        &self,
+        limit: Duration,
+        request: impl std::future::Future<Output = crate::store::StoreResult<T>>,
+    ) -> Result<T, String> {
+        match tokio::time::timeout(limit, request).await {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(_) => Err(format!("metadata log request did not answer within {limit:?}")),
+        }
+    }
+
     /// Read and apply whatever entries are available. Returns how many.
     async fn catch_up(&mut self) -> Result<usize, MetaError> {
+        self.catch_up_within(self.config.request_timeout).await
+    }
+
+    /// [`Self::catch_up`] with its read given up after `limit`.
+    async fn catch_up_within(&mut self, limit: Duration) -> Result<usize, MetaError> {
         let from = self.shared.view.read().unwrap().applied.next();
-        let entries = match self.log.read_from(from, self.config.read_batch).await {
+        let read = self.log.read_from(from, self.config.read_batch);
+        let entries = match self.request(limit, read).await {
             Ok(e) => {
                 self.set_reachable(true);
                 e
             }
             Err(e) => {
                 self.set_reachable(false);
-                return Err(MetaError::Unavailable(e.to_string()));
+                return Err(MetaError::Unavailable(e));
             }
         };
         let n = entries.len();
@@ -392,6 +435,7 @@ impl Core {
         let proposal_id = rand::random::<u64>();
         let mut commands = Vec::new();
         let mut callers = Vec::new();
+        let submitted = batch.iter().map(|p| p.submitted).min().unwrap_or_else(Instant::now);
         for p in batch {
             callers.push((p.commands.len(), p.reply));
             commands.extend(p.commands);
@@ -404,21 +448,33 @@ impl Core {
         };
         let bytes = Bytes::from(encode_entry(&entry));
         self.pending = Some(Pending { proposal_id, callers });
-        let deadline = Instant::now() + self.config.propose_timeout;
+        let hard_deadline = Instant::now() + self.config.propose_timeout;
         let mut backoff = Duration::from_millis(10);
         while self.pending.is_some() {
-            if Instant::now() >= deadline {
-                self.fail_pending(MetaError::Unavailable("metadata log append timed out".into()));
+            // Retried while the store answers; given up once it has not for
+            // a request timeout (counted from the caller's request if the
+            // store answered since), so a caller learns of an outage within
+            // one request timeout, not the whole propose timeout.
+            let deadline = (self.last_answer.max(submitted) + self.config.request_timeout).min(hard_deadline);
+            let now = Instant::now();
+            if now >= deadline {
+                let why = if now >= hard_deadline {
+                    "metadata log append timed out".to_string()
+                } else {
+                    format!("metadata store unreachable for {:?}", self.config.request_timeout)
+                };
+                self.fail_pending(MetaError::Unavailable(why));
                 break;
             }
+            let limit = deadline - now;
             // Catching up first both moves us to the log's end and settles an
             // earlier ambiguous append: if our entry landed, applying it
             // delivers the outcomes.
-            match self.catch_up().await {
+            match self.catch_up_within(limit).await {
                 Ok(_) => {}
                 Err(MetaError::Unavailable(e)) => {
                     tracing::debug!(error = %e, "metadata log read failed; backing off");
-                    tokio::time::sleep(backoff).await;
+                    sleep_before(deadline, backoff).await;
                     backoff = (backoff * 2).min(Duration::from_secs(1));
                     continue;
                 }
@@ -432,7 +488,10 @@ impl Core {
             }
             let index = self.shared.view.read().unwrap().applied.next();
             let started = Instant::now();
-            let appended = self.log.append_at(index, bytes.clone()).await;
+            let limit = deadline
+                .saturating_duration_since(started)
+                .max(Duration::from_millis(1));
+            let appended = self.request(limit, self.log.append_at(index, bytes.clone())).await;
             let outcome = match &appended {
                 Ok(AppendOutcome::Appended) => "appended",
                 Ok(AppendOutcome::IndexTaken) => "index_taken",
@@ -452,12 +511,13 @@ impl Core {
                     self.apply(index, &entry);
                 }
                 Ok(AppendOutcome::IndexTaken) => {
+                    self.set_reachable(true);
                     crate::telemetry::count("meta_append_conflicts_total", &[]);
                 }
                 Err(e) => {
                     self.set_reachable(false);
                     tracing::debug!(error = %e, "metadata log append failed; retrying");
-                    tokio::time::sleep(backoff).await;
+                    sleep_before(deadline, backoff).await;
                     backoff = (backoff * 2).min(Duration::from_secs(1));
                 }
             }
@@ -469,7 +529,8 @@ impl Core {
         if index.0 <= 1 {
             return true;
         }
-        match self.log.read_from(LogIndex(index.0 - 1), 1).await {
+        let read = self.log.read_from(LogIndex(index.0 - 1), 1);
+        match self.request(self.config.request_timeout, read).await {
             Ok(v) => !v.is_empty(),
             // Unknown: assume it exists; the common case by far.
             Err(_) => true,
@@ -492,6 +553,11 @@ impl Core {
         }
         Ok(())
     }
+}
+
+/// Back off for `backoff`, but wake by `deadline` so the proposal can give up on time.
+async fn sleep_before(deadline: Instant, backoff: Duration) {
+    tokio::time::sleep_until((Instant::now() + backoff).min(deadline)).await;
 }
 
 #[cfg(test)]

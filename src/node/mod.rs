@@ -134,6 +134,7 @@ impl Node {
         let id = NodeId::new(config.node_id.clone());
         let meta_config = MetaConfig {
             poll_interval: config.meta_poll,
+            request_timeout: config.metadata_request_timeout,
             ..MetaConfig::default()
         };
         let meta = Meta::open(backends.log.clone(), id.clone(), meta_config).await?;

@@ -261,3 +261,89 @@ async fn sync_says_when_it_could_not_reach_the_log() {
     store.set_unavailable(false);
     assert!(a.sync(Duration::from_secs(5)).await);
 }
+
+/// A log that stops answering while frozen, like a server stopped by
+/// `SIGSTOP`: requests neither fail nor return until it thaws.
+#[derive(Debug, Clone, Default)]
+struct Freezable {
+    inner: MemoryLog,
+    frozen: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Freezable {
+    fn freeze(&self, frozen: bool) {
+        self.frozen.store(frozen, std::sync::atomic::Ordering::SeqCst);
+    }
+    async fn thawed(&self) {
+        while self.frozen.load(std::sync::atomic::Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl MetaLog for Freezable {
+    async fn append_at(&self, index: LogIndex, entry: Bytes) -> crate::store::StoreResult<AppendOutcome> {
+        self.thawed().await;
+        self.inner.append_at(index, entry).await
+    }
+    async fn read_from(&self, from: LogIndex, max: usize) -> crate::store::StoreResult<Vec<(LogIndex, Bytes)>> {
+        self.thawed().await;
+        self.inner.read_from(from, max).await
+    }
+    async fn put_snapshot(&self, index: LogIndex, snapshot: Bytes) -> crate::store::StoreResult<()> {
+        self.thawed().await;
+        self.inner.put_snapshot(index, snapshot).await
+    }
+    async fn latest_snapshot(&self) -> crate::store::StoreResult<Option<(LogIndex, Bytes)>> {
+        self.thawed().await;
+        self.inner.latest_snapshot().await
+    }
+    async fn truncate_before(&self, index: LogIndex) -> crate::store::StoreResult<u64> {
+        self.thawed().await;
+        self.inner.truncate_before(index).await
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_proposal_to_a_store_that_stopped_answering_fails_within_the_request_timeout() {
+    let frozen = Freezable::default();
+    let log: DynLog = Arc::new(frozen.clone());
+    let config = MetaConfig {
+        request_timeout: Duration::from_secs(2),
+        propose_timeout: Duration::from_secs(10),
+        ..MetaConfig::default()
+    };
+    let m = Meta::open(log.clone(), NodeId::new("n1"), config.clone())
+        .await
+        .unwrap();
+    match m.propose(register_cmd("n1")).await.unwrap() {
+        Outcome::Registered(e) => m.set_epoch(e),
+        o => panic!("{o:?}"),
+    }
+    let create = |name: &str| Command::CreateTopic {
+        name: name.into(),
+        partitions: 1,
+        config: Default::default(),
+    };
+
+    frozen.freeze(true);
+    assert!(m.reachable(), "nothing has noticed yet");
+    let started = Instant::now();
+    let first = m.propose(create("a")).await;
+    assert!(matches!(first, Err(MetaError::Unavailable(_))), "{first:?}");
+    assert!(
+        started.elapsed() <= config.request_timeout,
+        "the first proposal gave up after {:?}, past the request timeout",
+        started.elapsed()
+    );
+    assert!(!m.reachable(), "the store is now known to be unreachable");
+    let started = Instant::now();
+    assert!(m.propose(create("b")).await.is_err());
+    assert!(started.elapsed() <= config.request_timeout);
+
+    frozen.freeze(false);
+    let after = m.propose(create("c")).await;
+    assert!(matches!(after, Ok(Outcome::TopicCreated(_))), "{after:?}");
+    assert!(m.reachable());
+}
