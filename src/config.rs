@@ -549,6 +549,21 @@ impl ServeArgs {
     }
 }
 
+impl Config {
+    /// The transport settings both listeners share.
+    pub fn transport(&self) -> crate::net::Transport {
+        crate::net::Transport {
+            tls: self.tls.clone(),
+            max_connections: self.max_connections,
+            max_connections_per_ip: self.max_connections_per_ip,
+            read_timeout: self.read_timeout,
+            idle_timeout: self.kafka_idle_timeout,
+            max_header_bytes: self.max_header_bytes,
+            body_timeout: self.request_body_timeout,
+        }
+    }
+}
+
 /// The default lease timeout: half the node timeout, raised to one second
 /// above the heartbeat interval where half would not be above it. A holder
 /// then always gets at least two of the taker's heartbeats

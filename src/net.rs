@@ -115,18 +115,6 @@ pub struct Transport {
 }
 
 impl Transport {
-    pub fn from_config(c: &crate::config::Config) -> Self {
-        Self {
-            tls: c.tls.clone(),
-            max_connections: c.max_connections,
-            max_connections_per_ip: c.max_connections_per_ip,
-            read_timeout: c.read_timeout,
-            idle_timeout: c.kafka_idle_timeout,
-            max_header_bytes: c.max_header_bytes,
-            body_timeout: c.request_body_timeout,
-        }
-    }
-
     /// Plaintext, generous limits: for listeners embedded in tests.
     pub fn plain() -> Self {
         Self {

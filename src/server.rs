@@ -44,7 +44,7 @@ pub async fn run(node: Arc<Node>, listener: TcpListener, kafka: Option<TcpListen
     let app = crate::http::router(services.clone());
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let (kafka_stop_tx, kafka_stop_rx) = tokio::sync::watch::channel(false);
-    let transport = crate::net::Transport::from_config(&node.config);
+    let transport = node.config.transport();
     let kafka = kafka.map(|l| {
         let opts = crate::kafka::Options::from_config(&node.config);
         tokio::spawn(crate::kafka::serve_with(

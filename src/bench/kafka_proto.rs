@@ -351,9 +351,10 @@ pub fn error_name(code: i16) -> String {
 mod tests {
     use super::*;
     use crate::ids::Offset;
+    use crate::kafka::header::{decode_header, Header};
     use crate::kafka::proto::{
-        decode_fetch, decode_header, decode_list_offsets, decode_metadata, decode_produce, encode_fetch,
-        encode_list_offsets, encode_metadata, encode_produce, Header,
+        decode_fetch, decode_list_offsets, decode_metadata, decode_produce, encode_fetch, encode_list_offsets,
+        encode_metadata, encode_produce,
     };
     use crate::stream::batch::{batches, encode_batch, Record};
 

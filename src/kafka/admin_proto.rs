@@ -3,7 +3,7 @@
 //! CreatePartitions, DescribeConfigs, AlterConfigs and
 //! IncrementalAlterConfigs, and DescribeCluster v0–1 (flexible only: compact
 //! strings and arrays, tagged fields, request header v2, response header v1).
-//! The ranges are in [`super::proto::SUPPORTED`].
+//! The ranges are in the `SUPPORTED` table of `versions.rs`.
 
 use super::proto::Broker;
 use super::wire::{DecodeResult, Reader, Writer};

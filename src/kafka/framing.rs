@@ -23,7 +23,7 @@
 //! rather than by the node's memory. Even with budget granted, the body's
 //! buffer grows only as bytes arrive: a claim is never allocated up front.
 
-use super::proto::HEADER_MIN;
+use super::header::HEADER_MIN;
 use super::wire::DecodeError;
 use bytes::Bytes;
 use std::sync::Arc;

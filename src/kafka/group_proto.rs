@@ -1,5 +1,5 @@
 //! Requests and responses of the consumer-group APIs, non-flexible versions
-//! only (see [`super::proto::SUPPORTED`]), decoded with bounded readers.
+//! only (see the `SUPPORTED` table in `versions.rs`), decoded with bounded readers.
 
 use super::proto::PerTopic;
 use super::wire::{DecodeResult, Reader, Writer};

@@ -7,8 +7,9 @@
 //!
 //! - `framing`: frame caps before and after login, byte budgets for requests
 //!   read ahead, per connection and per node.
-//! - [`wire`], [`proto`]: bounded decoding and the request/response codecs
-//!   (`proto::SUPPORTED`: the API keys and versions).
+//! - [`wire`], [`proto`]: bounded decoding and the request/response codecs;
+//!   [`header`]: the request header; [`versions`]: the API keys and versions
+//!   spoken (`SUPPORTED`) and ApiVersions.
 //! - [`sasl`]: SASL/PLAIN login and the per-frame gate; [`authz`]: what each
 //!   capability call needs of the principal.
 //! - `metadata`, `produce`, `fetch`, `list_offsets`: those requests.
@@ -32,6 +33,7 @@ mod fetch;
 pub mod framing;
 pub mod group_proto;
 pub mod groups;
+pub mod header;
 pub mod leader_epoch;
 mod list_offsets;
 mod metadata;
@@ -39,6 +41,7 @@ mod produce;
 pub mod producer_ids;
 pub mod proto;
 pub mod sasl;
+pub mod versions;
 pub mod wire;
 
 use crate::api::{ApiError, ErrorCode, Services, Tokens};
@@ -46,12 +49,14 @@ use crate::net::{Stream, Transport};
 use bytes::Bytes;
 use group_proto::*;
 use groups::Groups;
+use header::decode_header;
 use proto::*;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+use versions::{decode_api_versions, encode_api_versions, supported};
 use wire::{DecodeError, Encoded, Reader, Writer};
 
 pub use framing::{read_frame, read_frame_timed, ConnError, FrameCap, FrameTimeouts, RequestMemory};

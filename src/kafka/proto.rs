@@ -1,5 +1,6 @@
 //! The Kafka requests Sluice accepts, decoded with bounded readers, and the
-//! responses it sends, for exactly the versions in [`SUPPORTED`].
+//! responses it sends, for exactly the versions the `SUPPORTED` table of
+//! `versions.rs` advertises.
 //!
 //! Only non-flexible versions are implemented, except ApiVersions v3 (which
 //! librdkafka sends first), SaslAuthenticate v2 and DescribeCluster
@@ -14,78 +15,6 @@ pub const FETCH: i16 = 1;
 pub const LIST_OFFSETS: i16 = 2;
 pub const METADATA: i16 = 3;
 pub const API_VERSIONS: i16 = 18;
-
-/// (api key, min version, max version): what ApiVersions advertises, and
-/// exactly what the decoders below accept.
-pub const SUPPORTED: [(i16, i16, i16); 26] = [
-    (PRODUCE, 3, 8),
-    (FETCH, 4, 11),
-    (LIST_OFFSETS, 1, 5),
-    (METADATA, 0, 8),
-    (super::group_proto::OFFSET_COMMIT, 0, 7),
-    (super::group_proto::OFFSET_FETCH, 0, 5),
-    (super::group_proto::FIND_COORDINATOR, 0, 2),
-    (super::group_proto::JOIN_GROUP, 0, 5),
-    (super::group_proto::HEARTBEAT, 0, 3),
-    (super::group_proto::LEAVE_GROUP, 0, 3),
-    (super::group_proto::SYNC_GROUP, 0, 3),
-    (super::group_proto::DESCRIBE_GROUPS, 0, 4),
-    (super::group_proto::LIST_GROUPS, 0, 2),
-    (API_VERSIONS, 0, 3),
-    (super::admin_proto::CREATE_TOPICS, 0, 4),
-    (super::admin_proto::DELETE_TOPICS, 0, 3),
-    (super::admin_proto::DESCRIBE_CONFIGS, 0, 3),
-    (super::admin_proto::ALTER_CONFIGS, 0, 1),
-    (super::admin_proto::CREATE_PARTITIONS, 0, 1),
-    (super::group_proto::DELETE_GROUPS, 0, 1),
-    (super::producer_ids::INIT_PRODUCER_ID, 0, 1),
-    (super::leader_epoch::OFFSET_FOR_LEADER_EPOCH, 0, 3),
-    (super::admin_proto::INCREMENTAL_ALTER_CONFIGS, 0, 0),
-    (super::admin_proto::DESCRIBE_CLUSTER, 0, 1),
-    (super::sasl::SASL_HANDSHAKE, 0, 1),
-    (super::sasl::SASL_AUTHENTICATE, 0, 2),
-];
-
-pub fn supported(key: i16, version: i16) -> bool {
-    SUPPORTED
-        .iter()
-        .any(|&(k, min, max)| k == key && (min..=max).contains(&version))
-}
-
-/// Bytes of the fixed part of every request header (key, version, correlation id).
-pub const HEADER_MIN: usize = 8;
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Header {
-    pub api_key: i16,
-    pub api_version: i16,
-    pub correlation_id: i32,
-    pub client_id: Option<String>,
-}
-
-/// Whether a request of this key and version uses the flexible header (v2).
-fn flexible(key: i16, version: i16) -> bool {
-    (key == API_VERSIONS && version >= 3)
-        || key == super::admin_proto::DESCRIBE_CLUSTER
-        || (key == super::sasl::SASL_AUTHENTICATE && version >= 2)
-}
-
-/// The header of a supported request; the reader is left at the body.
-pub fn decode_header(r: &mut Reader) -> DecodeResult<Header> {
-    let api_key = r.i16()?;
-    let api_version = r.i16()?;
-    let correlation_id = r.i32()?;
-    let client_id = r.nullable_string()?;
-    if flexible(api_key, api_version) {
-        r.tagged_fields()?;
-    }
-    Ok(Header {
-        api_key,
-        api_version,
-        correlation_id,
-        client_id,
-    })
-}
 
 // ------------------------------------------------------------ requests
 
@@ -297,40 +226,7 @@ pub fn decode_metadata(r: &mut Reader, version: i16) -> DecodeResult<MetadataReq
     })
 }
 
-/// ApiVersions v3 names the client; earlier versions have an empty body.
-pub fn decode_api_versions(r: &mut Reader, version: i16) -> DecodeResult<()> {
-    if version >= 3 {
-        let _name = r.compact_nullable_string()?;
-        let _version = r.compact_nullable_string()?;
-        r.tagged_fields()?;
-    }
-    r.expect_end()
-}
-
 // ------------------------------------------------------------ responses
-
-pub fn encode_api_versions(w: &mut Writer, version: i16, error_code: i16) {
-    w.i16(error_code);
-    if version >= 3 {
-        w.compact_array_len(SUPPORTED.len());
-    } else {
-        w.array_len(SUPPORTED.len());
-    }
-    for (key, min, max) in SUPPORTED {
-        w.i16(key);
-        w.i16(min);
-        w.i16(max);
-        if version >= 3 {
-            w.no_tagged_fields();
-        }
-    }
-    if version >= 1 {
-        w.i32(0); // throttle_time_ms
-    }
-    if version >= 3 {
-        w.no_tagged_fields();
-    }
-}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Broker {

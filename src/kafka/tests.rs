@@ -1,5 +1,6 @@
 //! Framing and bounds (fuzz-style), and each handler over a real in-memory node.
 
+use super::versions::SUPPORTED;
 use super::wire::{Reader, Writer};
 use super::*;
 use crate::api::*;

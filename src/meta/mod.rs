@@ -2,7 +2,8 @@
 //!
 //! - `command`: the commands and their outcomes;
 //! - `view`: the state machine and its pure `apply`;
-//! - `log`: the `MetaLog` trait; `memory_log` and `store_log` implement it;
+//! - `log`: the `MetaLog` trait; `memory_log`, `store_log` and `dynamo_log`
+//!   implement it, and `open` opens one from its URL;
 //! - `entry`: versioned encodings of entries and snapshots;
 //! - `client`: the proposer and tailer a node uses;
 //! - `liveness`: heartbeat-count clocks;
@@ -16,6 +17,7 @@ pub mod entry;
 pub mod liveness;
 pub mod log;
 pub mod memory_log;
+pub mod open;
 pub mod store_log;
 pub mod view;
 

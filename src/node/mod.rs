@@ -69,7 +69,7 @@ impl Backends {
     pub async fn open(config: &Config) -> anyhow::Result<Self> {
         let data = crate::store::open_url(&config.object_store, &config.s3).await?;
         let wal = crate::store::open_url(&config.wal_store, &config.s3).await?;
-        let log = crate::meta::log::open_url(
+        let log = crate::meta::open::open_url(
             &config.metadata,
             &config.s3,
             config.dynamodb_endpoint.as_deref(),
