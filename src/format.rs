@@ -6,7 +6,9 @@
 //! the bytes that remain, and every failure is a [`FormatError`] naming the
 //! object (its key) and the byte offset, so an operator can find the bad bytes.
 //!
-//! All multi-byte integers are big-endian.
+//! All multi-byte integers are big-endian. [`map_as_pairs`] is the serde
+//! helper the JSON-encoded formats (snapshots) share for maps whose keys are
+//! not strings.
 
 use bytes::BufMut;
 
@@ -237,6 +239,22 @@ pub fn u32_len(len: usize) -> u32 {
 /// Encoded size of a [`put_string_u16`] field.
 pub fn string_u16_len(s: &str) -> usize {
     2 + s.len()
+}
+
+/// Serialize a map with non-string keys as a list of pairs (JSON needs string keys).
+pub mod map_as_pairs {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use std::collections::BTreeMap;
+
+    pub fn serialize<K: Serialize, V: Serialize, S: Serializer>(m: &BTreeMap<K, V>, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(m.iter())
+    }
+
+    pub fn deserialize<'de, K: Deserialize<'de> + Ord, V: Deserialize<'de>, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<BTreeMap<K, V>, D::Error> {
+        Ok(Vec::<(K, V)>::deserialize(d)?.into_iter().collect())
+    }
 }
 
 #[cfg(test)]

@@ -8,10 +8,14 @@
 //! - [`store`]: the object-store trait and its backends (memory, local
 //!   filesystem, fault injection).
 //! - [`format`]: bounded decoding shared by every stored format.
-//! - [`meta`]: the metadata log, the view and its pure `apply`, the proposer.
+//! - [`batch`]: the Kafka record batch format (and its compression codecs):
+//!   what the WAL, data objects and every front door carry.
+//! - [`meta`]: the metadata log, the view and its pure `apply`, the proposer,
+//!   and Kafka idempotent-producer state (`meta::producers`: the view holds it,
+//!   each owner keeps a copy).
 //! - [`wal`]: segments, the group-commit writer, takeover and replay.
-//! - [`stream`]: record batches, per-stream buffers, data objects, reads,
-//!   and the idempotence state of Kafka producers and Durable Streams writers.
+//! - [`stream`]: per-stream sequencers and buffers, data objects, reads, and
+//!   the idempotence state of Durable Streams writers.
 //! - [`api`]: what the front doors ask of a node, as capability traits
 //!   (`Records`, `Topics`, `GroupOffsets`, `ProducerIds`, `Tokens`,
 //!   `Cluster`, one file each) bundled in [`api::Services`], and the public
@@ -36,6 +40,7 @@
 //! - [`telemetry`]: logs and Prometheus metrics.
 pub mod api;
 pub mod auth;
+pub mod batch;
 pub mod bench;
 pub mod cli;
 pub mod clock;

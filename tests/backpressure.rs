@@ -9,7 +9,7 @@ use bytes::Bytes;
 use sluice::api::{ErrorCode, Records, Topics};
 use sluice::node::{Backends, Node};
 use sluice::store::{FaultConfig, FaultyStore, MemoryStore};
-use sluice::stream::batch::Record;
+use sluice::batch::Record;
 use std::sync::Arc;
 use std::time::Duration;
 use support::{config, eventually};

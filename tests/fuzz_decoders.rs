@@ -23,7 +23,7 @@ use proptest::test_runner::{Config as ProptestConfig, TestRunner};
 use sluice::api::{Cluster, Topics};
 use sluice::ids::{NodeEpoch, NodeId, Offset, SegmentSeq, StreamEpoch, StreamId, TopicId};
 use sluice::kafka::wire::Writer;
-use sluice::stream::batch::{encode_batch, Record};
+use sluice::batch::{encode_batch, Record};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -582,7 +582,7 @@ fn data_object_footers_decode_or_fail_without_panicking() {
 
 #[test]
 fn record_batches_decode_or_fail_without_panicking() {
-    use sluice::stream::batch::{decode_records, parse_batch};
+    use sluice::batch::{decode_records, parse_batch};
     let valid = vec![
         encode_batch(Offset(0), &[record("a"), record("b")]).to_vec(),
         encode_batch(Offset(99), &[record("")]).to_vec(),

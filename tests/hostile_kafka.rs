@@ -196,15 +196,15 @@ fn closed_within(s: &mut TcpStream, patience: Duration) -> Duration {
 /// A record batch of `n` records of `value_bytes` each.
 fn batch(n: usize, value_bytes: usize) -> bytes::Bytes {
     let value = bytes::Bytes::from(vec![b'v'; value_bytes]);
-    let records: Vec<sluice::stream::batch::Record> = (0..n)
-        .map(|i| sluice::stream::batch::Record {
+    let records: Vec<sluice::batch::Record> = (0..n)
+        .map(|i| sluice::batch::Record {
             timestamp_ms: 1_000 + i as i64,
             key: None,
             value: Some(value.clone()),
             headers: vec![],
         })
         .collect();
-    sluice::stream::batch::encode_batch(sluice::ids::Offset(0), &records)
+    sluice::batch::encode_batch(sluice::ids::Offset(0), &records)
 }
 
 /// Produce v3, acks=-1, one partition.

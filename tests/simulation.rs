@@ -294,9 +294,9 @@ mod checker_checks {
     use super::history::{check_final, History, Origin};
     use super::recording::RecordingStore;
     use bytes::Bytes;
+    use sluice::batch::{encode_batch, Record};
     use sluice::ids::{NodeEpoch, NodeId, Offset, SegmentSeq, StreamEpoch, StreamId, TopicId};
     use sluice::store::{FaultConfig, FaultyStore, MemoryStore, ObjectStore};
-    use sluice::stream::batch::{encode_batch, Record};
     use sluice::wal::segment::{encode_segment, Segment, WalEntry};
     use std::collections::BTreeMap;
     use std::sync::Arc;

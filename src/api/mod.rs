@@ -42,7 +42,7 @@ pub use topics::Topics;
 
 use crate::ids::{NodeEpoch, Offset, StreamEpoch};
 use crate::meta::TopicConfig;
-use crate::stream::batch::Record;
+use crate::batch::Record;
 use serde::Serialize;
 use std::time::Duration;
 

@@ -5,7 +5,7 @@
 
 use super::{ApiResult, Appended, BatchRead, ReadRequest, ReadResult};
 use crate::ids::{Offset, StreamEpoch};
-use crate::stream::batch::Record;
+use crate::batch::Record;
 use crate::stream::writers::{DsAppend, DsWrite};
 use async_trait::async_trait;
 use std::time::Duration;

@@ -7,10 +7,10 @@
 use super::report::Floor;
 use super::stats::{new_histogram, record, Percentiles};
 use super::FloorArgs;
+use crate::batch::{encode_batch, Record};
 use crate::ids::Offset;
 use crate::store::s3::S3Options;
 use crate::store::PutOutcome;
-use crate::stream::batch::{encode_batch, Record};
 use bytes::Bytes;
 use std::time::Instant;
 

@@ -15,10 +15,10 @@
 use super::kafka_proto::{self as kp, FetchAt};
 use super::stats::Recorder;
 use super::{created_at, record_value, wait_due, BenchArgs};
+use crate::batch::{batches, decode_records, encode_batch, Record};
 use crate::ids::Offset;
 use crate::kafka::proto::FetchPartitionResponse;
 use crate::kafka::wire::Reader;
-use crate::stream::batch::{batches, decode_records, encode_batch, Record};
 use bytes::Bytes;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -531,7 +531,7 @@ pub(super) async fn tail(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stream::batch::set_base_offset;
+    use crate::batch::set_base_offset;
 
     fn batch_at(base: u64, n: usize) -> Vec<u8> {
         let records: Vec<Record> = (0..n)

@@ -350,13 +350,13 @@ pub fn error_name(code: i16) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::batch::{batches, encode_batch, Record};
     use crate::ids::Offset;
     use crate::kafka::header::{decode_header, Header};
     use crate::kafka::proto::{
         decode_fetch, decode_list_offsets, decode_metadata, decode_produce, encode_fetch, encode_list_offsets,
         encode_metadata, encode_produce,
     };
-    use crate::stream::batch::{batches, encode_batch, Record};
 
     /// The frame's body (after the size prefix), checking the prefix.
     fn body(frame: &Bytes) -> Bytes {

@@ -240,7 +240,7 @@ async fn keyed_produce_goes_to_one_partition() {
         ..produce("t")
     };
     args.produce(&url, &b"a\nb\nc\n"[..], &mut Vec::new()).await.unwrap();
-    let p = crate::stream::batch::partition_for_key(b"user-1", 4);
+    let p = crate::batch::partition_for_key(b"user-1", 4);
     assert_eq!(engine.records("t", p).len(), 3);
 }
 

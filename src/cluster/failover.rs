@@ -7,7 +7,7 @@ use crate::ids::{NodeEpoch, NodeId, StreamId};
 use crate::meta::{ChunkCommit, Command, IndexedChunk, Outcome, StreamState, View};
 use crate::stream::dataobj::DataObjectBuilder;
 use crate::stream::keys;
-use crate::stream::producers::{ProducerBatch, ProducerTable};
+use crate::meta::producers::{ProducerBatch, ProducerTable};
 use crate::stream::writers::WriterTable;
 use crate::wal::segment::WalEntry;
 use crate::wal::takeover::{fence_and_read, replay, Fencer, Recovering};

@@ -113,12 +113,12 @@ pub(crate) fn still_allowed<'a>(
     Ok(())
 }
 
-fn forbidden(p: &Principal, what: &str) -> HttpError {
+pub(crate) fn forbidden(p: &Principal, what: &str) -> HttpError {
     HttpError::new(ErrorCode::Forbidden, format!("token {} lacks {what}", p.id))
 }
 
 /// 401 with the `WWW-Authenticate` challenge (RFC 6750).
-fn unauthenticated(failure: AuthFailure) -> Response {
+pub(crate) fn unauthenticated(failure: AuthFailure) -> Response {
     crate::auth::count_failure("http", failure.reason());
     let mut resp = HttpError(ApiError::new(ErrorCode::Unauthenticated, failure.public_message())).into_response();
     let challenge = match failure {
@@ -133,7 +133,7 @@ fn unauthenticated(failure: AuthFailure) -> Response {
 
 /// The bearer token of a request: `Ok(None)` without an `Authorization`
 /// header, `Err` when the header is not `Bearer <token>`.
-fn bearer(req: &Request) -> Result<Option<Secret>, AuthFailure> {
+pub(crate) fn bearer(req: &Request) -> Result<Option<Secret>, AuthFailure> {
     let Some(value) = req.headers().get(header::AUTHORIZATION) else {
         return Ok(None);
     };
@@ -186,60 +186,6 @@ pub(crate) async fn authorize(
         return forbidden(&principal, &what).into_response();
     }
     req.extensions_mut().insert(Caller(Some(Arc::new(principal))));
-    crate::api::CALLER_TOKEN
-        .scope(Some(Arc::new(token)), next.run(req))
-        .await
-}
-
-/// The middleware of the Durable Streams routes (`/v1/stream/{*path}`):
-/// the stream is the topic `topic_for(path)`; reads (GET, HEAD) need
-/// `read` on it, appends (POST) `write`, and creating or deleting a stream
-/// (PUT, DELETE) `admin`, as for topics. CORS preflights carry no
-/// credentials and change nothing, so they pass.
-pub(crate) async fn authorize_durable(
-    State(tokens): State<Arc<dyn crate::api::Tokens>>,
-    axum::extract::Path(path): axum::extract::Path<String>,
-    req: Request,
-    next: Next,
-) -> Response {
-    use axum::http::Method;
-    if !tokens.auth_required() || req.method() == Method::OPTIONS {
-        return next.run(req).await;
-    }
-    let token = match bearer(&req) {
-        Ok(Some(t)) => t,
-        Ok(None) => return unauthenticated(AuthFailure::Missing),
-        Err(f) => return unauthenticated(f),
-    };
-    let principal = match tokens.authenticate(token.expose()) {
-        Ok(p) => p,
-        Err(f) => return unauthenticated(f),
-    };
-    let op = match *req.method() {
-        Method::GET | Method::HEAD => Op::Read,
-        Method::POST => Op::Write,
-        _ => Op::Admin,
-    };
-    // A path that maps to no topic is refused by the handler, with no effect.
-    if let Ok(topic) = super::durable::name::topic_for(&path) {
-        if !principal.allows(op, &topic) {
-            crate::auth::count_failure("http", "forbidden");
-            return forbidden(&principal, &format!("{op} on topic {topic:?}")).into_response();
-        }
-    }
-    // A fork reads its source: creating one needs read access to it.
-    let source = req
-        .headers()
-        .get(super::durable::fork::FORKED_FROM)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| super::durable::fork::source_path(v.trim()).ok())
-        .and_then(|p| super::durable::name::topic_for(&p).ok());
-    if let Some(topic) = source.filter(|_| req.method() == Method::PUT) {
-        if !principal.allows(Op::Read, &topic) {
-            crate::auth::count_failure("http", "forbidden");
-            return forbidden(&principal, &format!("{} on topic {topic:?}", Op::Read)).into_response();
-        }
-    }
     crate::api::CALLER_TOKEN
         .scope(Some(Arc::new(token)), next.run(req))
         .await

@@ -15,7 +15,7 @@ use super::encoding::{Encoding, B64};
 use super::error::HttpError;
 use super::topics::json_error;
 use crate::api::ErrorCode;
-use crate::stream::batch::Record;
+use crate::batch::Record;
 use axum::body::Bytes;
 use base64::Engine as _;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};

@@ -7,8 +7,8 @@
 
 use super::encoding::{Encoding, B64};
 use crate::api::ReadResult;
+use crate::batch::Record;
 use crate::ids::Offset;
-use crate::stream::batch::Record;
 use axum::body::Bytes;
 use base64::Engine as _;
 

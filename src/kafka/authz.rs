@@ -33,7 +33,7 @@ use crate::api::*;
 use crate::auth::{AuthFailure, IssuedToken, NewToken, Op, Principal, TokenInfo};
 use crate::ids::{Offset, StreamEpoch};
 use crate::meta::{ConfigUpdate, TopicConfig};
-use crate::stream::batch::Record;
+use crate::batch::Record;
 use async_trait::async_trait;
 use std::sync::Arc;
 use std::time::Duration;

@@ -89,10 +89,10 @@ pub async fn offset_for_timestamp(
             return Ok((-1, -1));
         }
         for b in &read.batches {
-            let info = crate::stream::batch::parse_batch("stored batch", b)
+            let info = crate::batch::parse_batch("stored batch", b)
                 .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?;
             if info.max_timestamp >= ts && info.end_offset() > from {
-                if let Ok(records) = crate::stream::batch::decode_records("stored batch", b) {
+                if let Ok(records) = crate::batch::decode_records("stored batch", b) {
                     if let Some((o, r)) = records.iter().find(|(o, r)| *o >= from && r.timestamp_ms >= ts) {
                         return Ok((r.timestamp_ms, o.get() as i64));
                     }

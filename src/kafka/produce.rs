@@ -81,7 +81,7 @@ pub async fn produce_partition(
         );
     }
     let mut to_append = Vec::new();
-    for batch in crate::stream::batch::batches("produce", &records) {
+    for batch in crate::batch::batches("produce", &records) {
         let (info, raw) = match batch {
             Ok(b) => b,
             Err(e) => return fail(code::CORRUPT_MESSAGE, e.to_string()),
@@ -89,7 +89,7 @@ pub async fn produce_partition(
         if info.is_transactional || info.is_control {
             return fail(code::INVALID_RECORD, "transactional batches are not supported".into());
         }
-        match crate::stream::batch::decode_records("produce", raw) {
+        match crate::batch::decode_records("produce", raw) {
             Ok(rs) => {
                 if let Some(big) = rs
                     .iter()

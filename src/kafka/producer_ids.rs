@@ -3,7 +3,7 @@
 //! [`ProducerIds`](crate::api::ProducerIds) capability.
 //!
 //! Sequence checks of idempotent batches happen where offsets are assigned
-//! (`stream::partition`, with the state in `stream::producers`); this module
+//! (`stream::partition`, with the state in `meta::producers`); this module
 //! only hands out producer ids. Produce itself is `produce.rs`.
 
 use super::code;

@@ -8,7 +8,7 @@ use crate::config::ServeArgs;
 use crate::http::tests::fake::FakeEngine;
 use crate::ids::Offset;
 use crate::node::{Backends, Node};
-use crate::stream::batch::{encode_batch, Record};
+use crate::batch::{encode_batch, Record};
 use rand::{Rng, SeedableRng};
 use tokio::io::AsyncWriteExt;
 
@@ -496,7 +496,7 @@ async fn metadata_produce_fetch_and_list_offsets_over_a_node() {
     let (error, hw, records) =
         fetch_answer(call(engine, request(FETCH, 11, 3, &fetch_body(0, "auto", 0, 1, 1 << 20))).await);
     assert_eq!((error, hw), (0, 4));
-    let stored: Vec<_> = crate::stream::batch::batches("f", &records)
+    let stored: Vec<_> = crate::batch::batches("f", &records)
         .map(|b| b.unwrap().0)
         .collect();
     assert_eq!(
@@ -616,21 +616,21 @@ async fn fetch_reads_flushed_data_objects_then_the_tail() {
     let fetch = |from, max| request(FETCH, 11, 2, &fetch_body(0, "f", 0, from, max));
     let (error, hw, records) = fetch_answer(call(engine, fetch(1, 1 << 20)).await);
     assert_eq!((error, hw), (0, 6));
-    let batches: Vec<_> = crate::stream::batch::batches("f", &records)
+    let batches: Vec<_> = crate::batch::batches("f", &records)
         .map(|b| b.unwrap())
         .collect();
     let bases: Vec<u64> = batches.iter().map(|(i, _)| i.base_offset.get()).collect();
     assert_eq!(bases, vec![1, 2, 3, 4, 5], "chunks, then the tail");
     let values: Vec<_> = batches
         .iter()
-        .flat_map(|(_, raw)| crate::stream::batch::decode_records("f", raw).unwrap())
+        .flat_map(|(_, raw)| crate::batch::decode_records("f", raw).unwrap())
         .map(|(_, r)| r.value.unwrap())
         .collect();
     assert_eq!(values[0], Bytes::from_static(b"v1"));
     assert_eq!(values[4], Bytes::from_static(b"v5"));
     let (_, _, one) = fetch_answer(call(engine, fetch(2, 1)).await);
     assert_eq!(
-        crate::stream::batch::batches("f", &one).count(),
+        crate::batch::batches("f", &one).count(),
         1,
         "max_bytes bounds chunk reads"
     );
@@ -1122,7 +1122,7 @@ fn init_producer_id_request(transactional_id: Option<&str>) -> Bytes {
 
 fn idempotent_batch(pid: i64, seq: i32, values: &[&str]) -> Bytes {
     let records: Vec<Record> = values.iter().map(|v| record("k", v, 1_000)).collect();
-    crate::stream::batch::with_producer(&encode_batch(crate::ids::Offset(0), &records), pid, 0, seq)
+    crate::batch::with_producer(&encode_batch(crate::ids::Offset(0), &records), pid, 0, seq)
 }
 
 async fn produce_idempotent(engine: &Services, topic: &str, pid: i64, seq: i32, values: &[&str]) -> (i16, i64) {
@@ -1389,7 +1389,7 @@ async fn a_fetch_answer_is_capped_and_names_a_repeated_partition_once() {
     r.i32().unwrap();
     let (error, hw, records) = fetch_answer(r);
     assert_eq!((error, hw), (0, 20), "one answer for the partition named 1000 times");
-    let n = crate::stream::batch::batches("f", &records).count();
+    let n = crate::batch::batches("f", &records).count();
     assert!(
         records.len() <= 10_000,
         "{} bytes over the 10 000-byte cap",
@@ -1411,7 +1411,7 @@ async fn a_fetch_answer_is_capped_and_names_a_repeated_partition_once() {
     let resp = handle(engine, opts, frame).await.unwrap().unwrap();
     let mut r = Reader::new(resp);
     r.i32().unwrap();
-    assert_eq!(crate::stream::batch::batches("f", &fetch_answer(r).2).count(), 1);
+    assert_eq!(crate::batch::batches("f", &fetch_answer(r).2).count(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1477,7 +1477,7 @@ async fn the_fetch_cap_holds_across_partitions_and_only_the_first_batch_may_exce
             r.array_len(0).unwrap();
             r.i32().unwrap();
             let records = r.nullable_bytes().unwrap().unwrap_or_default();
-            *slot = crate::stream::batch::batches("m", &records).count();
+            *slot = crate::batch::batches("m", &records).count();
         }
         assert_eq!(got, want, "batches per partition under a {cap}-byte cap");
     }

@@ -93,7 +93,7 @@ pub struct ChunkCommit {
     /// Idempotent-producer batches in the chunk (the last few per producer),
     /// so the view's producer state follows the committed end.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub producers: Vec<crate::stream::producers::ProducerBatch>,
+    pub producers: Vec<crate::meta::producers::ProducerBatch>,
     /// Durable Streams writer state the chunk's batches add up to.
     #[serde(default, skip_serializing_if = "crate::stream::writers::WriterTable::is_empty")]
     pub writers: crate::stream::writers::WriterTable,

@@ -7,6 +7,7 @@
 //! - `entry`: versioned encodings of entries and snapshots;
 //! - `client`: the proposer and tailer a node uses;
 //! - `liveness`: heartbeat-count clocks;
+//! - `producers`: idempotent-producer state, in the view and on each owner;
 //! - `durable`: the per-stream state of Durable Streams streams (in topic configs).
 pub mod client;
 pub mod command;
@@ -18,6 +19,7 @@ pub mod liveness;
 pub mod log;
 pub mod memory_log;
 pub mod open;
+pub mod producers;
 pub mod store_log;
 pub mod view;
 

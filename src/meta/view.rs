@@ -6,7 +6,7 @@
 
 use super::command::{ChunkCommit, Command, ConfigUpdate, IndexedChunk, Outcome, Rejection, TopicConfig};
 use crate::ids::{HeartbeatCount, LogIndex, NodeEpoch, NodeId, Offset, StreamEpoch, StreamId, TopicId};
-use crate::stream::producers::ProducerTable;
+use crate::meta::producers::ProducerTable;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -153,7 +153,7 @@ pub struct View {
     pub nodes: BTreeMap<NodeId, NodeRow>,
     pub lease: Option<Lease>,
     pub topics: BTreeMap<String, TopicRow>,
-    #[serde(with = "map_as_pairs")]
+    #[serde(with = "crate::format::map_as_pairs")]
     pub streams: BTreeMap<StreamId, StreamRow>,
     pub next_topic_id: TopicId,
     /// Consumer groups' committed offsets: group -> stream -> (offset, metadata).
@@ -179,10 +179,10 @@ mod group_offsets {
     use std::collections::BTreeMap;
 
     #[derive(Serialize)]
-    struct Ser<'a>(#[serde(with = "super::map_as_pairs")] &'a GroupOffsets);
+    struct Ser<'a>(#[serde(with = "crate::format::map_as_pairs")] &'a GroupOffsets);
 
     #[derive(Deserialize)]
-    struct De(#[serde(with = "super::map_as_pairs")] GroupOffsets);
+    struct De(#[serde(with = "crate::format::map_as_pairs")] GroupOffsets);
 
     pub fn serialize<S: Serializer>(m: &BTreeMap<String, GroupOffsets>, s: S) -> Result<S::Ok, S::Error> {
         s.collect_map(m.iter().map(|(k, v)| (k, Ser(v))))
@@ -1077,22 +1077,6 @@ pub const MAX_TOKENS: usize = 10_000;
 
 /// The most producer ids one `AllocateProducerIds` reserves.
 pub const MAX_PRODUCER_ID_BLOCK: u32 = 100_000;
-
-/// Serialize a map with non-string keys as a list of pairs (JSON needs string keys).
-pub mod map_as_pairs {
-    use serde::{Deserialize, Deserializer, Serialize, Serializer};
-    use std::collections::BTreeMap;
-
-    pub fn serialize<K: Serialize, V: Serialize, S: Serializer>(m: &BTreeMap<K, V>, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(m.iter())
-    }
-
-    pub fn deserialize<'de, K: Deserialize<'de> + Ord, V: Deserialize<'de>, D: Deserializer<'de>>(
-        d: D,
-    ) -> Result<BTreeMap<K, V>, D::Error> {
-        Ok(Vec::<(K, V)>::deserialize(d)?.into_iter().collect())
-    }
-}
 
 #[cfg(test)]
 mod tests;

@@ -10,7 +10,7 @@ use crate::api::{
     PEER_HEADER,
 };
 use crate::ids::Offset;
-use crate::stream::batch::Record;
+use crate::batch::Record;
 use crate::stream::writers::{DsAppend, DsWrite};
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;

@@ -307,7 +307,7 @@ pub fn verify_chunk(key: &str, meta: &ChunkMeta, bytes: &[u8]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stream::batch::{batches, encode_batch, Record};
+    use crate::batch::{batches, encode_batch, Record};
     use proptest::prelude::*;
 
     fn hex(b: &[u8]) -> String {

@@ -7,9 +7,9 @@
 //! exactly the batches `committed_end..next`, in order and contiguous;
 //! nothing at or past the high watermark is ever served.
 
-use super::batch::{decode_records, encode_batch, Record};
+use crate::batch::{decode_records, encode_batch, Record};
 use super::budget::Budget;
-use super::producers::{ProducerBatch, ProducerTable, Verdict};
+use crate::meta::producers::{ProducerBatch, ProducerTable, Verdict};
 use super::writers::{DsAppend, DsVerdict, DsWrite, WriterMark, WriterTable};
 use crate::api::{ApiError, Appended, ErrorCode};
 use crate::ids::{Offset, StreamEpoch, StreamId};
@@ -169,7 +169,7 @@ impl OpenStream {
     }
 
     /// Append one RecordBatch v2 a producer encoded (validated by the
-    /// caller with [`super::batch::parse_batch`]): its base offset is
+    /// caller with [`crate::batch::parse_batch`]): its base offset is
     /// rewritten to the next offset and its partition leader epoch to the
     /// stream epoch; the bytes are otherwise stored as sent.
     ///
@@ -179,7 +179,7 @@ impl OpenStream {
     /// is refused with `out_of_order_sequence`, an old epoch with
     /// `invalid_producer_epoch`, and nothing is appended for any of them.
     pub async fn append_batch(&self, wal: &WalWriter, batch: &[u8]) -> Result<Appended, ApiError> {
-        let info = super::batch::parse_batch(&format!("batch for {}", self.id), batch)
+        let info = crate::batch::parse_batch(&format!("batch for {}", self.id), batch)
             .map_err(|e| ApiError::invalid(e.to_string()))?;
         if info.batch_len != batch.len() {
             return Err(ApiError::invalid("exactly one record batch per append"));
@@ -194,8 +194,8 @@ impl OpenStream {
         let guard = producer.map_or(Guard::None, Guard::Kafka);
         self.append_encoded(wal, count, info.max_timestamp, guard, |base| {
             let mut bytes = bytes::BytesMut::from(batch);
-            super::batch::set_base_offset(&mut bytes, base);
-            super::batch::set_leader_epoch(&mut bytes, epoch);
+            crate::batch::set_base_offset(&mut bytes, base);
+            crate::batch::set_leader_epoch(&mut bytes, epoch);
             bytes.freeze()
         })
         .await

@@ -2,9 +2,9 @@
 //! bounded cache, with read-ahead of the next chunk for sequential readers.
 //! Any node can serve these; they need only the index in the view.
 
-use super::batch::{batches, decode_records, Record};
 use super::partition::record_size;
 use crate::api::{ApiError, ErrorCode};
+use crate::batch::{batches, decode_records, Record};
 use crate::ids::Offset;
 use crate::meta::IndexedChunk;
 use crate::store::DynStore;

@@ -2,7 +2,7 @@
 //! epoch, last accepted `Producer-Seq` and where its last append ended, and
 //! the highest `Stream-Seq` accepted.
 //!
-//! It is kept beside Kafka's producer state ([`super::producers`]) and
+//! It is kept beside Kafka's producer state ([`crate::meta::producers`]) and
 //! decided the same way: the owner checks a writer's append and assigns its
 //! offsets in one step under the stream's lock ([`super::partition`]).
 //! Every batch such an append stores carries a [`WriterMark`] in a reserved
@@ -11,7 +11,7 @@
 //! with the chunk, and a WAL takeover reads them back from the replayed
 //! batches ([`WriterTable::of_batch`]).
 
-use super::batch::{decode_records, parse_batch, Record};
+use crate::batch::{decode_records, parse_batch, Record};
 use crate::ids::Offset;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -246,7 +246,7 @@ impl WriterTable {
     pub fn of_batches<'a>(batches: impl IntoIterator<Item = &'a [u8]>) -> WriterTable {
         let mut t = WriterTable::default();
         for b in batches {
-            for one in super::batch::batches("replayed batch", b).flatten() {
+            for one in crate::batch::batches("replayed batch", b).flatten() {
                 if let Some(m) = Self::of_batch(one.1) {
                     t.record(&m);
                 }

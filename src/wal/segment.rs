@@ -26,10 +26,10 @@
 //! byte of the object before it, so a truncated upload or a flipped bit
 //! anywhere is caught before any field is believed.
 
+use crate::batch;
 use crate::format::{put_len_prefixed_u32, put_string_u16, string_u16_len, u32_len, Cursor};
 use crate::format::{FormatError, Result};
 use crate::ids::{LogIndex, NodeEpoch, NodeId, Offset, SegmentSeq, StreamEpoch, StreamId, TopicId};
-use crate::stream::batch;
 use bytes::{BufMut, Bytes, BytesMut};
 
 pub const SEGMENT_MAGIC: &[u8; 4] = b"SLWS";
@@ -402,7 +402,7 @@ pub fn decode_wal_object(key: &str, buf: &[u8]) -> Result<WalObject> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stream::batch::{encode_batch, Record};
+    use crate::batch::{encode_batch, Record};
     use proptest::prelude::*;
 
     fn hex(b: &[u8]) -> String {

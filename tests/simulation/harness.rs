@@ -15,7 +15,7 @@ use sluice::meta::store_log::StoreLog;
 use sluice::meta::StreamState;
 use sluice::node::{Backends, Node, Phase};
 use sluice::store::{FaultConfig, FaultStats, FaultyStore, MemoryStore};
-use sluice::stream::batch::Record;
+use sluice::batch::Record;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};

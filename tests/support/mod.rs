@@ -3,6 +3,7 @@
 
 use bytes::Bytes;
 use sluice::api::{ReadFrom, ReadRequest};
+use sluice::batch::Record;
 use sluice::config::{Config, ServeArgs};
 use sluice::ids::Offset;
 use sluice::meta::memory_log::MemoryLog;
@@ -10,7 +11,6 @@ use sluice::meta::StreamState;
 use sluice::node::Backends;
 use sluice::node::Node;
 use sluice::store::MemoryStore;
-use sluice::stream::batch::Record;
 use std::sync::Arc;
 use std::time::Duration;
 

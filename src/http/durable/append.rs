@@ -15,7 +15,7 @@ use super::stream::{self, Found};
 use super::{json, DsState};
 use crate::ids::Offset;
 use crate::meta::durable::{DurableMeta, DurableUpdate, ProducerMark};
-use crate::stream::batch::Record;
+use crate::batch::Record;
 use crate::stream::writers::{DsAppend, DsVerdict, DsWrite, ProducerSeq, WriterState};
 use axum::body::Bytes;
 use axum::http::{HeaderMap, StatusCode};

@@ -321,15 +321,6 @@ pub(crate) async fn read(
     }
 }
 
-/// The stream's end offset: its own topic's end, in stream offsets.
-pub(crate) async fn tail(st: &DsState, segs: &[Segment]) -> Result<Offset, DsError> {
-    let own = segs
-        .last()
-        .ok_or_else(|| DsError::new(StatusCode::INTERNAL_SERVER_ERROR, "a stream without segments"))?;
-    let t = super::stream::topic_tail(st, &own.topic).await?;
-    Ok(Offset(t.get() + own.shift))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,6 +15,7 @@
 //!
 //! - [`name`]: stream paths ↔ topic names.
 //! - `access`: the reader of a stream, checked before every batch it is sent.
+//! - `auth`: the scope each method needs, and read access to a fork's source.
 //! - [`offset`]: offset tokens, `-1` / `now`, long-poll cursors.
 //! - [`headers`]: request headers, parsed and checked.
 //! - [`json`]: JSON mode (arrays flattened into messages).
@@ -30,6 +31,7 @@
 
 mod access;
 mod append;
+mod auth;
 pub mod fork;
 pub mod headers;
 pub mod json;
@@ -65,7 +67,7 @@ type Ds = Arc<DsState>;
 
 /// The protocol's routes over `engine`.
 pub fn router(engine: Services) -> Router {
-    let guard = axum::middleware::from_fn_with_state(engine.tokens.clone(), super::auth::authorize_durable);
+    let guard = axum::middleware::from_fn_with_state(engine.tokens.clone(), auth::authorize_durable);
     let state = Arc::new(DsState { engine });
     Router::new()
         .route(ROUTE, any(dispatch).layer(guard))

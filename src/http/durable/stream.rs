@@ -98,7 +98,7 @@ pub async fn find(st: &DsState, path: &str) -> Result<Found, DsError> {
 
 /// The stream's end offset (from its owner), in stream offsets.
 pub async fn tail(st: &DsState, found: &Found) -> Result<Offset, DsError> {
-    fork::tail(st, &found.segments).await
+    segments_tail(st, &found.segments).await
 }
 
 /// A topic's end offset (from its owner).
@@ -110,6 +110,18 @@ pub async fn topic_tail(st: &DsState, topic: &str) -> Result<Offset, DsError> {
         wait: Duration::ZERO,
     };
     Ok(st.engine.records.read(topic, 0, req).await?.next_offset)
+}
+
+/// The stream's end offset: its own topic's end, in stream offsets.
+pub(crate) async fn segments_tail(st: &DsState, segs: &[Segment]) -> Result<Offset, DsError> {
+    let own = segs.last().ok_or_else(|| {
+        DsError::new(
+            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+            "a stream without segments",
+        )
+    })?;
+    let t = topic_tail(st, &own.topic).await?;
+    Ok(Offset(t.get() + own.shift))
 }
 
 /// Waits until the stream has an owner (a new topic is placed shortly

@@ -4,7 +4,7 @@ pub(crate) mod fake;
 
 use super::router;
 use crate::api::{ApiError, ErrorCode, Limits, Topics as _};
-use crate::stream::batch::partition_for_key;
+use crate::batch::partition_for_key;
 use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
 use axum::Router;

@@ -1128,8 +1128,8 @@ fn delete_group_forgets_its_offsets_and_rejects_an_unknown_group() {
     assert!(rejected(&delete(&mut h)));
 }
 
-fn producer_batch(pid: i64, first_seq: i32, base: u64, count: u32) -> crate::stream::producers::ProducerBatch {
-    crate::stream::producers::ProducerBatch {
+fn producer_batch(pid: i64, first_seq: i32, base: u64, count: u32) -> crate::meta::producers::ProducerBatch {
+    crate::meta::producers::ProducerBatch {
         producer_id: pid,
         producer_epoch: 0,
         first_seq,
@@ -1141,7 +1141,7 @@ fn producer_batch(pid: i64, first_seq: i32, base: u64, count: u32) -> crate::str
 
 #[test]
 fn committed_chunks_carry_producer_state_into_the_stream_row() {
-    use crate::stream::producers::Verdict;
+    use crate::meta::producers::Verdict;
     let (mut h, e, s) = Harness::with_open_stream();
     let mut c = chunk(s, 1, 0, 5);
     c.producers = vec![producer_batch(7, 0, 0, 2), producer_batch(7, 2, 2, 3)];
@@ -1292,6 +1292,6 @@ fn committed_chunks_carry_durable_writer_state_into_the_stream_row() {
 fn a_stream_row_from_an_older_snapshot_has_no_writer_state() {
     // Producer state as older releases wrote it: Kafka producers only.
     let old = r#"{"producers":[]}"#;
-    let t: crate::stream::producers::ProducerTable = serde_json::from_str(old).unwrap();
+    let t: crate::meta::producers::ProducerTable = serde_json::from_str(old).unwrap();
     assert!(t.writers().is_empty() && t.is_empty());
 }

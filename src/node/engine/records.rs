@@ -6,7 +6,7 @@ use super::super::{Node, Phase};
 use crate::api::*;
 use crate::ids::{Offset, StreamEpoch, StreamId};
 use crate::meta::StreamState;
-use crate::stream::batch::Record;
+use crate::batch::Record;
 use crate::stream::writers::{DsAppend, DsWrite};
 use async_trait::async_trait;
 

@@ -1,7 +1,7 @@
 use super::*;
+use crate::batch::encode_batch;
 use crate::ids::{NodeEpoch, NodeId, TopicId};
 use crate::store::MemoryStore;
-use crate::stream::batch::encode_batch;
 use crate::wal::WalConfig;
 
 fn rec(v: &str) -> Record {
@@ -143,7 +143,7 @@ async fn the_watermark_advances_even_if_the_caller_stops_waiting() {
 
 fn idempotent(pid: i64, epoch: i16, seq: i32, values: &[&str]) -> Bytes {
     let records: Vec<Record> = values.iter().map(|v| rec(v)).collect();
-    crate::stream::batch::with_producer(&encode_batch(Offset(0), &records), pid, epoch, seq)
+    crate::batch::with_producer(&encode_batch(Offset(0), &records), pid, epoch, seq)
 }
 
 #[tokio::test]

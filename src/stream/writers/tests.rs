@@ -1,5 +1,5 @@
 use super::*;
-use crate::stream::batch::{compress_batch, encode_batch, with_producer};
+use crate::batch::{compress_batch, encode_batch, with_producer};
 use bytes::Bytes;
 
 fn p(id: &str, epoch: u64, seq: u64) -> DsWrite {

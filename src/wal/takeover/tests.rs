@@ -1,7 +1,7 @@
 use super::*;
+use crate::batch::{encode_batch, Record};
 use crate::ids::TopicId;
 use crate::store::MemoryStore;
-use crate::stream::batch::{encode_batch, Record};
 use crate::wal::{WalConfig, WalError, WalWriter};
 use std::sync::Arc;
 

@@ -1,7 +1,7 @@
 use super::*;
+use crate::batch::{encode_batch, Record};
 use crate::ids::{StreamEpoch, TopicId};
 use crate::store::{FaultConfig, FaultyStore, MemoryStore};
-use crate::stream::batch::{encode_batch, Record};
 
 fn entry(stream: u32, base: u64, n: u32) -> WalEntry {
     let records: Vec<Record> = (0..n)

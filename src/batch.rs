@@ -25,7 +25,7 @@
 //! the broker can assign them ([`set_base_offset`], [`set_leader_epoch`])
 //! without re-checksumming the batch.
 
-use super::codec;
+pub mod codec;
 use crate::format::{Cursor, FormatError, Result};
 use crate::ids::Offset;
 use bytes::{BufMut, Bytes, BytesMut};

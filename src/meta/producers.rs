@@ -12,7 +12,7 @@
 //! Durable Streams writers (keyed by their `Producer-Id` string) are kept in
 //! the same table, as a [`WriterTable`] of their own.
 
-use super::writers::WriterTable;
+use crate::stream::writers::WriterTable;
 use crate::ids::Offset;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
@@ -72,7 +72,7 @@ impl Entry {
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProducerTable {
-    #[serde(with = "crate::meta::view::map_as_pairs")]
+    #[serde(with = "crate::format::map_as_pairs")]
     producers: BTreeMap<i64, Entry>,
     /// The Durable Streams writers of the stream, beside Kafka's producers.
     #[serde(default, skip_serializing_if = "WriterTable::is_empty")]
