@@ -359,9 +359,9 @@ impl ServeArgs {
             .unwrap_or_else(|| default_lease_timeout_sec(self.heartbeat_interval_sec, self.node_timeout_sec))
     }
 
-    /// Resolve defaults and check every combination. The error is one line
-    /// naming the flags involved.
-    pub fn validate(&self) -> Result<Config, String> {
+    /// The heartbeat interval, node timeout and lease timeout: the failover
+    /// page's `interval < lease <= node timeout`. Returns the lease timeout.
+    fn check_timing(&self) -> Result<u64, String> {
         let hb = self.heartbeat_interval_sec;
         if hb == 0 {
             return Err("--heartbeat-interval-sec must be at least 1".into());
@@ -379,8 +379,12 @@ impl ServeArgs {
                 self.node_timeout_sec
             ));
         }
-        let node_id = self.node_id.clone().unwrap_or_else(host_name);
-        crate::ids::NodeId::validate(&node_id).map_err(|e| format!("--node-id: {e}"))?;
+        Ok(lease)
+    }
+
+    /// Sizes, counts and timeouts that must be at least 1, and the sizes that
+    /// must fit inside one another.
+    fn check_limits(&self) -> Result<(), String> {
         for (flag, v) in [
             ("--wal-segment-bytes", self.wal_segment_bytes),
             ("--wal-max-inflight", self.wal_max_inflight),
@@ -427,11 +431,12 @@ impl ServeArgs {
                 self.max_buffered_bytes, self.max_request_bytes
             ));
         }
-        for (flag, addr) in [("--http-addr", &self.http_addr), ("--kafka-addr", &self.kafka_addr)] {
-            if addr.parse::<std::net::SocketAddr>().is_err() {
-                return Err(format!("{flag} {addr:?} is not an address like 0.0.0.0:8080"));
-            }
-        }
+        Ok(())
+    }
+
+    /// `--object-store`, `--wal-store` and `--metadata`, defaulted under
+    /// `--data-dir` and checked for a scheme each accepts.
+    fn resolve_stores(&self) -> Result<(String, String, String), String> {
         let object_store = self
             .object_store
             .clone()
@@ -467,6 +472,23 @@ impl ServeArgs {
                     .into(),
             );
         }
+        Ok((object_store, wal_store, metadata))
+    }
+
+    /// Resolve defaults and check every combination. The error is one line
+    /// naming the flags involved.
+    pub fn validate(&self) -> Result<Config, String> {
+        let hb = self.heartbeat_interval_sec;
+        let lease = self.check_timing()?;
+        let node_id = self.node_id.clone().unwrap_or_else(host_name);
+        crate::ids::NodeId::validate(&node_id).map_err(|e| format!("--node-id: {e}"))?;
+        self.check_limits()?;
+        for (flag, addr) in [("--http-addr", &self.http_addr), ("--kafka-addr", &self.kafka_addr)] {
+            if addr.parse::<std::net::SocketAddr>().is_err() {
+                return Err(format!("{flag} {addr:?} is not an address like 0.0.0.0:8080"));
+            }
+        }
+        let (object_store, wal_store, metadata) = self.resolve_stores()?;
         let auth = self.auth == "on";
         let admin_token = match &self.admin_token_file {
             Some(path) => Some(read_admin_secret(path)?),
