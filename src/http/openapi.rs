@@ -86,11 +86,6 @@ fn merge(mut a: Value, b: Value) -> Value {
 }
 
 fn build() -> Value {
-    let key_header = json!({
-        "name": "Sluice-Key", "in": "header", "required": false,
-        "description": "Key of a raw (application/octet-stream) append.",
-        "schema": { "type": "string" }
-    });
     json!({
         "openapi": "3.0.3",
         "info": {
@@ -98,148 +93,164 @@ fn build() -> Value {
             "version": env!("CARGO_PKG_VERSION"),
             "description": "Stream storage over an object store. Every error is {\"error\": {\"code\", \"message\", \"retryable\"}}; a failed request has no effect."
         },
-        "paths": {
-            "/health": { "get": {
-                "summary": "Liveness: 200 while the process runs",
-                "responses": { "200": { "description": "alive" } }
-            }},
-            "/ready": { "get": {
-                "summary": "Readiness",
+        "paths": merge(operations_paths(), topic_paths()),
+        "components": { "schemas": schemas() }
+    })
+}
+
+/// The probes, the admin routes and this document.
+fn operations_paths() -> Value {
+    json!({
+        "/health": { "get": {
+            "summary": "Liveness: 200 while the process runs",
+            "responses": { "200": { "description": "alive" } }
+        }},
+        "/ready": { "get": {
+            "summary": "Readiness",
+            "responses": {
+                "200": json_response("ready", "Ready"),
+                "503": json_response("not ready; `reason` says why", "Ready")
+            }
+        }},
+        "/metrics": { "get": {
+            "summary": "Prometheus metrics",
+            "responses": { "200": { "description": "Prometheus text format",
+                "content": { "text/plain": { "schema": { "type": "string" } } } } }
+        }},
+        "/admin/nodes": { "get": {
+            "summary": "Cluster nodes and the lease holder",
+            "responses": { "200": json_response("nodes", "Nodes") }
+        }},
+        "/admin/nodes/{node}/drain": { "post": {
+            "summary": "Drain a node: placement avoids it and its streams are transferred away",
+            "parameters": [{ "name": "node", "in": "path", "required": true, "schema": { "type": "string" } }],
+            "responses": {
+                "202": { "description": "Draining" },
+                "404": error_response("not_found"),
+                "503": error_response("unavailable")
+            }
+        }},
+        "/admin/streams/{topic}/{partition}/transfer": { "post": {
+            "summary": "Move a partition to another node",
+            "parameters": [topic_param(), { "name": "partition", "in": "path", "required": true, "schema": { "type": "integer" } }],
+            "requestBody": { "required": true, "content": { "application/json": { "schema": {
+                "type": "object", "required": ["to"], "properties": { "to": { "type": "string" } } } } } },
+            "responses": {
+                "202": { "description": "Transfer started" },
+                "400": error_response("invalid_json, invalid_request"),
+                "404": error_response("topic_not_found, partition_not_found, not_found"),
+                "503": error_response("unavailable")
+            }
+        }},
+        "/openapi.json": { "get": {
+            "summary": "This document",
+            "responses": { "200": { "description": "OpenAPI 3 document" } }
+        }}
+    })
+}
+
+/// The topic and record routes.
+fn topic_paths() -> Value {
+    let key_header = json!({
+        "name": "Sluice-Key", "in": "header", "required": false,
+        "description": "Key of a raw (application/octet-stream) append.",
+        "schema": { "type": "string" }
+    });
+    json!({
+        "/v1/topics": {
+            "get": {
+                "summary": "List topics",
+                "responses": { "200": json_response("topics", "TopicList") }
+            },
+            "post": {
+                "summary": "Create a topic",
+                "requestBody": { "required": true, "content": { "application/json": {
+                    "schema": { "$ref": "#/components/schemas/CreateTopic" } } } },
                 "responses": {
-                    "200": json_response("ready", "Ready"),
-                    "503": json_response("not ready; `reason` says why", "Ready")
-                }
-            }},
-            "/metrics": { "get": {
-                "summary": "Prometheus metrics",
-                "responses": { "200": { "description": "Prometheus text format",
-                    "content": { "text/plain": { "schema": { "type": "string" } } } } }
-            }},
-            "/admin/nodes": { "get": {
-                "summary": "Cluster nodes and the lease holder",
-                "responses": { "200": json_response("nodes", "Nodes") }
-            }},
-            "/admin/nodes/{node}/drain": { "post": {
-                "summary": "Drain a node: placement avoids it and its streams are transferred away",
-                "parameters": [{ "name": "node", "in": "path", "required": true, "schema": { "type": "string" } }],
-                "responses": {
-                    "202": { "description": "Draining" },
-                    "404": error_response("not_found"),
+                    "201": json_response("created", "Topic"),
+                    "400": error_response("invalid_json, invalid_request (also an unknown config key, named), invalid_topic_name, invalid_partition_count"),
+                    "403": error_response("forbidden: a cross-site POST with a form or text/plain body (from a web page), or the token lacks admin"),
+                    "409": error_response("topic_exists"),
                     "503": error_response("unavailable")
-                }
-            }},
-            "/admin/streams/{topic}/{partition}/transfer": { "post": {
-                "summary": "Move a partition to another node",
-                "parameters": [topic_param(), { "name": "partition", "in": "path", "required": true, "schema": { "type": "integer" } }],
-                "requestBody": { "required": true, "content": { "application/json": { "schema": {
-                    "type": "object", "required": ["to"], "properties": { "to": { "type": "string" } } } } } },
-                "responses": {
-                    "202": { "description": "Transfer started" },
-                    "400": error_response("invalid_json, invalid_request"),
-                    "404": error_response("topic_not_found, partition_not_found, not_found"),
-                    "503": error_response("unavailable")
-                }
-            }},
-            "/openapi.json": { "get": {
-                "summary": "This document",
-                "responses": { "200": { "description": "OpenAPI 3 document" } }
-            }},
-            "/v1/topics": {
-                "get": {
-                    "summary": "List topics",
-                    "responses": { "200": json_response("topics", "TopicList") }
-                },
-                "post": {
-                    "summary": "Create a topic",
-                    "requestBody": { "required": true, "content": { "application/json": {
-                        "schema": { "$ref": "#/components/schemas/CreateTopic" } } } },
-                    "responses": {
-                        "201": json_response("created", "Topic"),
-                        "400": error_response("invalid_json, invalid_request (also an unknown config key, named), invalid_topic_name, invalid_partition_count"),
-                        "403": error_response("forbidden: a cross-site POST with a form or text/plain body (from a web page), or the token lacks admin"),
-                        "409": error_response("topic_exists"),
-                        "503": error_response("unavailable")
-                    }
-                }
-            },
-            "/v1/topics/{topic}": {
-                "parameters": [topic_param()],
-                "get": {
-                    "summary": "Describe a topic and its partitions",
-                    "responses": {
-                        "200": json_response("the topic", "TopicDescription"),
-                        "404": error_response("topic_not_found")
-                    }
-                },
-                "delete": {
-                    "summary": "Delete a topic",
-                    "responses": {
-                        "204": { "description": "deleted" },
-                        "404": error_response("topic_not_found"),
-                        "503": error_response("unavailable")
-                    }
-                }
-            },
-            "/v1/topics/{topic}/records": {
-                "parameters": [topic_param()],
-                "post": {
-                    "summary": "Append records; each goes to its explicit partition, else by key (Kafka murmur2), else round-robin",
-                    "parameters": [encoding_param(), key_header.clone()],
-                    "requestBody": append_body(),
-                    "responses": merge(json!({ "200": json_response("durable; one range per partition, and offsets in request order for up to 1000 records", "AppendResponse") }), append_errors())
-                }
-            },
-            "/v1/topics/{topic}/partitions/{partition}/records": {
-                "parameters": [topic_param(), partition_param()],
-                "post": {
-                    "summary": "Append records to one partition atomically (consecutive offsets)",
-                    "parameters": [encoding_param(), key_header],
-                    "requestBody": append_body(),
-                    "responses": merge(json!({ "200": json_response("durable", "PartitionAppendResponse") }), append_errors())
-                },
-                "get": {
-                    "summary": "Read records, optionally long-polling",
-                    "parameters": [
-                        offset_param(),
-                        { "name": "limit", "in": "query", "schema": { "type": "integer", "minimum": 1, "maximum": 10000, "default": 100 } },
-                        { "name": "max_bytes", "in": "query", "description": "About this many bytes of keys, values and headers. A larger value is clamped to the server's --http-max-read-bytes (default 8 MiB), which also bounds the JSON answer; the first record is returned even if larger.",
-                          "schema": { "type": "integer", "minimum": 1, "default": 1048576 } },
-                        { "name": "wait_ms", "in": "query", "description": "Long poll: wait up to this long (capped by the server's --max-wait-ms) when no records are available.",
-                          "schema": { "type": "integer", "minimum": 0, "default": 0 } },
-                        encoding_param()
-                    ],
-                    "responses": {
-                        "200": json_response("records (empty on long-poll timeout)", "ReadResponse"),
-                        "400": error_response("invalid_offset, invalid_request"),
-                        "404": error_response("topic_not_found, partition_not_found"),
-                        "416": error_response("offset_out_of_range; the error carries start_offset"),
-                        "503": error_response("unavailable")
-                    }
-                }
-            },
-            "/v1/topics/{topic}/partitions/{partition}/subscribe": {
-                "parameters": [topic_param(), partition_param()],
-                "get": {
-                    "summary": "Follow a partition as server-sent events",
-                    "description": "Each record is an event with `id: <offset>`, `event: record` and `data: <Record JSON>`. A `:` comment every 15 s keeps the connection open. The stream ends with `event: error`, `data: {\"code\": \"unavailable\", \"retryable\": true}` on shutdown or a move; reconnect with Last-Event-ID.",
-                    "parameters": [
-                        offset_param(),
-                        encoding_param(),
-                        { "name": "Last-Event-ID", "in": "header", "required": false,
-                          "description": "Resume after this offset (overrides `offset`).",
-                          "schema": { "type": "integer", "minimum": 0 } }
-                    ],
-                    "responses": {
-                        "200": { "description": "event stream", "content": { "text/event-stream": { "schema": { "type": "string" } } } },
-                        "400": error_response("invalid_offset, invalid_request"),
-                        "404": error_response("topic_not_found, partition_not_found"),
-                        "416": error_response("offset_out_of_range"),
-                        "503": error_response("unavailable")
-                    }
                 }
             }
         },
-        "components": { "schemas": schemas() }
+        "/v1/topics/{topic}": {
+            "parameters": [topic_param()],
+            "get": {
+                "summary": "Describe a topic and its partitions",
+                "responses": {
+                    "200": json_response("the topic", "TopicDescription"),
+                    "404": error_response("topic_not_found")
+                }
+            },
+            "delete": {
+                "summary": "Delete a topic",
+                "responses": {
+                    "204": { "description": "deleted" },
+                    "404": error_response("topic_not_found"),
+                    "503": error_response("unavailable")
+                }
+            }
+        },
+        "/v1/topics/{topic}/records": {
+            "parameters": [topic_param()],
+            "post": {
+                "summary": "Append records; each goes to its explicit partition, else by key (Kafka murmur2), else round-robin",
+                "parameters": [encoding_param(), key_header.clone()],
+                "requestBody": append_body(),
+                "responses": merge(json!({ "200": json_response("durable; one range per partition, and offsets in request order for up to 1000 records", "AppendResponse") }), append_errors())
+            }
+        },
+        "/v1/topics/{topic}/partitions/{partition}/records": {
+            "parameters": [topic_param(), partition_param()],
+            "post": {
+                "summary": "Append records to one partition atomically (consecutive offsets)",
+                "parameters": [encoding_param(), key_header],
+                "requestBody": append_body(),
+                "responses": merge(json!({ "200": json_response("durable", "PartitionAppendResponse") }), append_errors())
+            },
+            "get": {
+                "summary": "Read records, optionally long-polling",
+                "parameters": [
+                    offset_param(),
+                    { "name": "limit", "in": "query", "schema": { "type": "integer", "minimum": 1, "maximum": 10000, "default": 100 } },
+                    { "name": "max_bytes", "in": "query", "description": "About this many bytes of keys, values and headers. A larger value is clamped to the server's --http-max-read-bytes (default 8 MiB), which also bounds the JSON answer; the first record is returned even if larger.",
+                      "schema": { "type": "integer", "minimum": 1, "default": 1048576 } },
+                    { "name": "wait_ms", "in": "query", "description": "Long poll: wait up to this long (capped by the server's --max-wait-ms) when no records are available.",
+                      "schema": { "type": "integer", "minimum": 0, "default": 0 } },
+                    encoding_param()
+                ],
+                "responses": {
+                    "200": json_response("records (empty on long-poll timeout)", "ReadResponse"),
+                    "400": error_response("invalid_offset, invalid_request"),
+                    "404": error_response("topic_not_found, partition_not_found"),
+                    "416": error_response("offset_out_of_range; the error carries start_offset"),
+                    "503": error_response("unavailable")
+                }
+            }
+        },
+        "/v1/topics/{topic}/partitions/{partition}/subscribe": {
+            "parameters": [topic_param(), partition_param()],
+            "get": {
+                "summary": "Follow a partition as server-sent events",
+                "description": "Each record is an event with `id: <offset>`, `event: record` and `data: <Record JSON>`. A `:` comment every 15 s keeps the connection open. The stream ends with `event: error`, `data: {\"code\": \"unavailable\", \"retryable\": true}` on shutdown or a move; reconnect with Last-Event-ID.",
+                "parameters": [
+                    offset_param(),
+                    encoding_param(),
+                    { "name": "Last-Event-ID", "in": "header", "required": false,
+                      "description": "Resume after this offset (overrides `offset`).",
+                      "schema": { "type": "integer", "minimum": 0 } }
+                ],
+                "responses": {
+                    "200": { "description": "event stream", "content": { "text/event-stream": { "schema": { "type": "string" } } } },
+                    "400": error_response("invalid_offset, invalid_request"),
+                    "404": error_response("topic_not_found, partition_not_found"),
+                    "416": error_response("offset_out_of_range"),
+                    "503": error_response("unavailable")
+                }
+            }
+        }
     })
 }
 
@@ -321,8 +332,11 @@ fn with_auth(mut doc: Value) -> Value {
 }
 
 fn schemas() -> Value {
-    let bytes = json!({ "type": "string", "nullable": true,
-        "description": "UTF-8 text, or base64 with ?encoding=base64" });
+    merge(merge(topic_schemas(), record_schemas()), node_schemas())
+}
+
+/// Errors, topics and their configuration.
+fn topic_schemas() -> Value {
     json!({
         "Error": {
             "type": "object", "required": ["error"],
@@ -385,7 +399,15 @@ fn schemas() -> Value {
                     "end_offset": { "type": "integer" }
                 } } }
             }
-        },
+        }
+    })
+}
+
+/// Appends, records and reads.
+fn record_schemas() -> Value {
+    let bytes = json!({ "type": "string", "nullable": true,
+        "description": "UTF-8 text, or base64 with ?encoding=base64" });
+    json!({
         "AppendRecord": {
             "type": "object", "required": ["value"],
             "properties": {
@@ -442,7 +464,13 @@ fn schemas() -> Value {
                 "high_watermark": { "type": "integer" },
                 "start_offset": { "type": "integer" }
             }
-        },
+        }
+    })
+}
+
+/// Readiness and the cluster's nodes.
+fn node_schemas() -> Value {
+    json!({
         "Ready": {
             "type": "object",
             "properties": {
