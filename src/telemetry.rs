@@ -1,9 +1,15 @@
 //! Logs and metrics.
 //!
 //! Metrics live in one small in-process registry rendered in the Prometheus
-//! text format at `/metrics`: counters, gauges and latency histograms, each
-//! with labels such as `op` and `outcome`. A hand-rolled registry keeps the
-//! dependency tree small; the format is the stable contract.
+//! text format at `/metrics`: counters, gauges and latency histograms. A
+//! hand-rolled registry keeps the dependency tree small; the format is the
+//! stable contract.
+//!
+//! Naming: every metric is `sluice_<what>` with the Prometheus unit suffix
+//! (`_total` for counters, `_seconds` for latencies, `_bytes` for sizes). A
+//! label naming the operation measured is `op`, its result `outcome`; other
+//! labels say what else they are (`kind` of object or read, HTTP `method`
+//! and `status`, `door`, `listener`, `reason`).
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -11,6 +17,9 @@ use std::sync::{LazyLock, Mutex};
 use std::time::Duration;
 
 type Key = (String, Vec<(String, String)>);
+
+/// What every metric name starts with.
+pub const PREFIX: &str = "sluice_";
 
 /// Upper bounds, in seconds, of the latency histogram buckets.
 const BUCKETS: [f64; 16] = [
@@ -34,6 +43,7 @@ struct Registry {
 static REGISTRY: LazyLock<Mutex<Registry>> = LazyLock::new(Default::default);
 
 fn key(name: &str, labels: &[(&str, &str)]) -> Key {
+    debug_assert!(name.starts_with(PREFIX), "metric {name} is not named {PREFIX}...");
     (
         name.to_string(),
         labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
@@ -169,15 +179,19 @@ mod tests {
 
     #[test]
     fn renders_prometheus_text() {
-        count("test_requests_total", &[("op", "append"), ("outcome", "ok")]);
-        gauge("test_buffered_bytes", &[], 42.0);
-        observe("test_latency_seconds", &[("op", "put")], Duration::from_millis(3));
+        count("sluice_test_requests_total", &[("op", "append"), ("outcome", "ok")]);
+        gauge("sluice_test_buffered_bytes", &[], 42.0);
+        observe(
+            "sluice_test_latency_seconds",
+            &[("op", "put")],
+            Duration::from_millis(3),
+        );
         let text = render();
-        assert!(text.contains("# TYPE test_requests_total counter"));
-        assert!(text.contains("test_requests_total{op=\"append\",outcome=\"ok\"} 1"));
-        assert!(text.contains("test_buffered_bytes 42"));
-        assert!(text.contains("test_latency_seconds_bucket{op=\"put\",le=\"0.005\"} 1"));
-        assert!(text.contains("test_latency_seconds_count{op=\"put\"} 1"));
+        assert!(text.contains("# TYPE sluice_test_requests_total counter"));
+        assert!(text.contains("sluice_test_requests_total{op=\"append\",outcome=\"ok\"} 1"));
+        assert!(text.contains("sluice_test_buffered_bytes 42"));
+        assert!(text.contains("sluice_test_latency_seconds_bucket{op=\"put\",le=\"0.005\"} 1"));
+        assert!(text.contains("sluice_test_latency_seconds_count{op=\"put\"} 1"));
     }
 
     /// Captures what a subscriber writes.

@@ -165,7 +165,7 @@ async fn an_idempotent_producer_writes_through_a_kill_9_exactly_once() {
         .unwrap();
     let duplicates = metrics
         .lines()
-        .find(|l| l.starts_with("producer_duplicates_total"))
-        .unwrap_or("producer_duplicates_total 0 (none retried)");
+        .find(|l| l.starts_with("sluice_producer_duplicates_total"))
+        .unwrap_or("sluice_producer_duplicates_total 0 (none retried)");
     eprintln!("survivor: {duplicates}");
 }

@@ -244,7 +244,7 @@ pub struct RecoveryReport {
     /// Bytes of acknowledged record values (what the per-GiB figures scale by).
     pub bytes_acked: u64,
     pub write_sec: f64,
-    /// The node's `buffered_bytes` gauge just before the kill: unflushed data.
+    /// The node's `sluice_buffered_bytes` gauge just before the kill: unflushed data.
     pub buffered_bytes_at_kill: Option<f64>,
     /// Bytes flushed to data objects before the kill (0: everything was only in the WAL).
     pub flushed_bytes_before_kill: Option<f64>,
@@ -253,7 +253,7 @@ pub struct RecoveryReport {
     pub wal_bytes_at_kill: Option<u64>,
     /// Restarted process → `/ready` answers 200.
     pub ready_ms: f64,
-    /// The new incarnation's own measure of its WAL takeover (`wal_takeover_seconds`).
+    /// The new incarnation's own measure of its WAL takeover (`sluice_wal_takeover_seconds`).
     pub takeover_ms: Option<f64>,
     /// The "WAL takeover finished" log line: segments read, records replayed.
     pub takeover_segments: Option<u64>,
@@ -1108,9 +1108,10 @@ async fn recovery(
 
     // What is unflushed, then kill -9.
     let before = metrics(client, &url).await.unwrap_or_default();
-    let buffered_bytes_at_kill = metric(&before, "buffered_bytes");
+    let buffered_bytes_at_kill = metric(&before, "sluice_buffered_bytes");
     // The counter appears with the first flush.
-    let flushed_bytes_before_kill = (!before.is_empty()).then(|| metric(&before, "flush_bytes_total").unwrap_or(0.0));
+    let flushed_bytes_before_kill =
+        (!before.is_empty()).then(|| metric(&before, "sluice_flush_bytes_total").unwrap_or(0.0));
     let wal = wal_on_disk(&config.wal_store, "r1");
     eprintln!(
         "[failover] recovery: {} MiB acknowledged in {write_sec:.1} s; buffered {} MiB, flushed {} MiB; kill -9",
@@ -1202,7 +1203,7 @@ async fn recovery(
     }
     let kill_to_serving_ms = ms(killed.elapsed() - restarted.elapsed()) + first_append_ms.max(read_end_ms);
     let after = metrics(client, &url).await.unwrap_or_default();
-    let takeover_ms = metric(&after, "wal_takeover_seconds_sum").map(|s| s * 1000.0);
+    let takeover_ms = metric(&after, "sluice_wal_takeover_seconds_sum").map(|s| s * 1000.0);
     let log = std::fs::read_to_string(cluster.nodes[0].log_path()).unwrap_or_default();
     let finished = log.lines().rfind(|l| l.contains("WAL takeover finished"));
     let takeover_segments = finished.and_then(|l| log_field(l, "segments"));
@@ -1243,7 +1244,7 @@ async fn recovery(
     }
     let read_back_sec = read_started.elapsed().as_secs_f64();
     let after_reads = metrics(client, &url).await.unwrap_or_default();
-    let read_cache_misses = metric(&after_reads, "read_cache_total{outcome=\"miss\"}");
+    let read_cache_misses = metric(&after_reads, "sluice_read_cache_total{outcome=\"miss\"}");
     cluster.stop_all().await;
     let gib = bytes_acked as f64 / (1u64 << 30) as f64;
     Ok(RecoveryReport {
@@ -1601,8 +1602,8 @@ mod tests {
 
     #[test]
     fn reads_metrics_and_log_fields() {
-        let text = "# TYPE x counter\nwal_takeover_seconds_sum 1.5\nwal_takeover_seconds_count 1\n";
-        assert_eq!(metric(text, "wal_takeover_seconds_sum"), Some(1.5));
+        let text = "# TYPE x counter\nsluice_wal_takeover_seconds_sum 1.5\nsluice_wal_takeover_seconds_count 1\n";
+        assert_eq!(metric(text, "sluice_wal_takeover_seconds_sum"), Some(1.5));
         assert_eq!(metric(text, "nope"), None);
         let line = "2026 \u{1b}[32m INFO\u{1b}[0m WAL takeover finished \u{1b}[3msegments\u{1b}[0m\u{1b}[2m=\u{1b}[0m412 \u{1b}[3mrecords\u{1b}[0m\u{1b}[2m=\u{1b}[0m262144";
         assert_eq!(log_field(line, "segments"), Some(412));

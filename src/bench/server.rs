@@ -121,8 +121,8 @@ pub struct WalCounters {
     pub put_bytes: f64,
 }
 
-/// Reads `wal_put_seconds{outcome="ok"}` (count and sum) and
-/// `wal_put_bytes_total` from Prometheus text.
+/// Reads `sluice_wal_put_seconds{outcome="ok"}` (count and sum) and
+/// `sluice_wal_put_bytes_total` from Prometheus text.
 pub fn parse_metrics(text: &str) -> WalCounters {
     let mut c = WalCounters::default();
     for line in text.lines() {
@@ -130,11 +130,11 @@ pub fn parse_metrics(text: &str) -> WalCounters {
             continue;
         };
         let Ok(v) = value.parse::<f64>() else { continue };
-        if name == r#"wal_put_seconds_count{outcome="ok"}"# {
+        if name == r#"sluice_wal_put_seconds_count{outcome="ok"}"# {
             c.puts = v;
-        } else if name == r#"wal_put_seconds_sum{outcome="ok"}"# {
+        } else if name == r#"sluice_wal_put_seconds_sum{outcome="ok"}"# {
             c.put_seconds = v;
-        } else if name == "wal_put_bytes_total" {
+        } else if name == "sluice_wal_put_bytes_total" {
             c.put_bytes = v;
         }
     }
@@ -208,10 +208,10 @@ mod tests {
 
     #[test]
     fn wal_counters_are_read_from_prometheus_text() {
-        let text = "# TYPE wal_put_bytes_total counter\nwal_put_bytes_total 40960\n\
-                    wal_put_seconds_bucket{outcome=\"ok\",le=\"0.001\"} 3\n\
-                    wal_put_seconds_sum{outcome=\"ok\"} 0.02\nwal_put_seconds_count{outcome=\"ok\"} 10\n\
-                    wal_put_seconds_count{outcome=\"error\"} 1\n";
+        let text = "# TYPE sluice_wal_put_bytes_total counter\nsluice_wal_put_bytes_total 40960\n\
+                    sluice_wal_put_seconds_bucket{outcome=\"ok\",le=\"0.001\"} 3\n\
+                    sluice_wal_put_seconds_sum{outcome=\"ok\"} 0.02\nsluice_wal_put_seconds_count{outcome=\"ok\"} 10\n\
+                    sluice_wal_put_seconds_count{outcome=\"error\"} 1\n";
         let after = parse_metrics(text);
         assert_eq!(
             after,

@@ -114,8 +114,8 @@ pub async fn take_over(node: &dyn Context, dead: &NodeId, dead_epoch: NodeEpoch)
     };
     match node.propose(finish).await? {
         Outcome::Applied => {
-            crate::telemetry::count("wal_takeovers_total", &[("outcome", "finished")]);
-            crate::telemetry::observe("wal_takeover_seconds", &[], started.elapsed());
+            crate::telemetry::count("sluice_wal_takeovers_total", &[("outcome", "finished")]);
+            crate::telemetry::observe("sluice_wal_takeover_seconds", &[], started.elapsed());
             tracing::info!(node = %dead, epoch = %dead_epoch, streams = streams.len(), segments = fenced.segments.len(), records, "WAL takeover finished");
             Ok(())
         }

@@ -116,7 +116,7 @@ pub async fn run_once(node: &dyn Context, state: &mut GcState) -> anyhow::Result
     if !trims.is_empty() {
         let outcomes = node.propose_all(trims).await?;
         report.trimmed_streams = outcomes.iter().filter(|o| o.is_applied()).count();
-        crate::telemetry::count_n("retention_trims_total", &[], report.trimmed_streams as u64);
+        crate::telemetry::count_n("sluice_retention_trims_total", &[], report.trimmed_streams as u64);
     }
     report.rows_dropped = drop_deleted_rows(node, state).await?;
     let mut budget = MAX_DELETES_PER_RUN;
@@ -154,7 +154,7 @@ pub async fn run_once(node: &dyn Context, state: &mut GcState) -> anyhow::Result
     }
     budget -= report.data_deleted;
     crate::telemetry::count_n(
-        "gc_deleted_objects_total",
+        "sluice_gc_deleted_objects_total",
         &[("kind", "data")],
         report.data_deleted as u64,
     );
@@ -176,7 +176,7 @@ pub async fn run_once(node: &dyn Context, state: &mut GcState) -> anyhow::Result
     report.wal_deleted = outcome.done.len();
     report.markers_kept = outcome.skipped;
     crate::telemetry::count_n(
-        "gc_deleted_objects_total",
+        "sluice_gc_deleted_objects_total",
         &[("kind", "wal")],
         report.wal_deleted as u64,
     );
@@ -342,7 +342,7 @@ async fn drop_deleted_rows(node: &dyn Context, state: &mut GcState) -> anyhow::R
     if !node.propose(Command::DropStreams { streams }).await?.is_applied() {
         return Ok(0);
     }
-    crate::telemetry::count_n("stream_rows_dropped_total", &[], n as u64);
+    crate::telemetry::count_n("sluice_stream_rows_dropped_total", &[], n as u64);
     Ok(n)
 }
 

@@ -116,7 +116,7 @@ pub(crate) async fn tick_once(node: &dyn Context, state: &mut HolderState) -> an
         return Ok(()); // fenced or replaced: we are stopping
     }
     let holds = ensure_lease(node).await?;
-    crate::telemetry::gauge("lease_holder", &[], if holds { 1.0 } else { 0.0 });
+    crate::telemetry::gauge("sluice_lease_holder", &[], if holds { 1.0 } else { 0.0 });
     if !holds {
         return Ok(());
     }
@@ -145,7 +145,7 @@ pub(crate) async fn tick_once(node: &dyn Context, state: &mut HolderState) -> an
     if !moves.is_empty() {
         let outcomes = node.propose_all(moves).await?;
         let started = outcomes.iter().filter(|o| o.is_applied()).count();
-        crate::telemetry::count_n("transfers_started_total", &[], started as u64);
+        crate::telemetry::count_n("sluice_transfers_started_total", &[], started as u64);
         tracing::info!(started, "rebalancing transfers");
     }
     expire_streams(node).await?;
@@ -153,7 +153,7 @@ pub(crate) async fn tick_once(node: &dyn Context, state: &mut HolderState) -> an
     if applied.0 >= state.last_snapshot.0 + SNAPSHOT_EVERY {
         state.last_snapshot = node.snapshot_and_truncate().await?;
     }
-    crate::telemetry::observe("holder_tick_seconds", &[], started.elapsed());
+    crate::telemetry::observe("sluice_holder_tick_seconds", &[], started.elapsed());
     Ok(())
 }
 
@@ -180,7 +180,7 @@ async fn supervise_transfers(node: &dyn Context, state: &mut HolderState) -> any
             state.transfers_seen.remove(&(*stream, *stream_epoch));
         }
     }
-    crate::telemetry::count_n("transfers_cancelled_total", &[], n as u64);
+    crate::telemetry::count_n("sluice_transfers_cancelled_total", &[], n as u64);
     tracing::warn!(
         cancelled = n,
         "cancelled transfers whose target died or that made no progress"
@@ -248,7 +248,7 @@ async fn ensure_lease(node: &dyn Context) -> anyhow::Result<bool> {
     };
     let out = node.propose(proposal).await?;
     if out == Outcome::Applied {
-        crate::telemetry::count("lease_acquisitions_total", &[]);
+        crate::telemetry::count("sluice_lease_acquisitions_total", &[]);
         tracing::info!(node = %id, %epoch, "acquired the lease");
     }
     Ok(node.view().holds_lease(&id, epoch))
@@ -275,7 +275,7 @@ async fn fence_silent_nodes(node: &dyn Context) -> anyhow::Result<()> {
     for f in fences {
         let out = node.propose(f.clone()).await?;
         tracing::warn!(command = ?f, ?out, "fenced a silent node");
-        crate::telemetry::count("nodes_fenced_total", &[]);
+        crate::telemetry::count("sluice_nodes_fenced_total", &[]);
     }
     Ok(())
 }
@@ -292,7 +292,7 @@ async fn expire_streams(node: &dyn Context) -> anyhow::Result<()> {
     let n = expiries.len();
     let outcomes = node.propose_all(expiries).await?;
     let expired = outcomes.iter().filter(|o| o.is_applied()).count();
-    crate::telemetry::count_n("streams_expired_total", &[], expired as u64);
+    crate::telemetry::count_n("sluice_streams_expired_total", &[], expired as u64);
     tracing::info!(expired, proposed = n, "expired Durable Streams streams");
     Ok(())
 }

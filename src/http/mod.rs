@@ -198,11 +198,7 @@ async fn observe(req: axum::extract::Request, next: axum::middleware::Next) -> a
         "sluice_http_requests_total",
         &[("method", &method), ("status", &status)],
     );
-    crate::telemetry::observe(
-        "sluice_http_request_duration_seconds",
-        &[("method", &method)],
-        started.elapsed(),
-    );
+    crate::telemetry::observe("sluice_http_request_seconds", &[("method", &method)], started.elapsed());
     resp
 }
 

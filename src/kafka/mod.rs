@@ -406,7 +406,7 @@ fn is_produce(frame: &[u8]) -> bool {
         .is_some_and(|k| i16::from_be_bytes([k[0], k[1]]) == PRODUCE)
 }
 
-/// [`handle_in`] of `frame`, timed into `kafka_request_seconds`.
+/// [`handle_in`] of `frame`, timed into `sluice_kafka_request_seconds`.
 async fn timed(
     api: &'static str,
     handled: impl std::future::Future<Output = Result<Option<Encoded>, DecodeError>>,
@@ -415,8 +415,8 @@ async fn timed(
     let r = handled.await;
     let outcome = if r.is_ok() { "ok" } else { "malformed" };
     crate::telemetry::observe(
-        "kafka_request_seconds",
-        &[("api", api), ("outcome", outcome)],
+        "sluice_kafka_request_seconds",
+        &[("op", api), ("outcome", outcome)],
         started.elapsed(),
     );
     r

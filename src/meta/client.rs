@@ -497,7 +497,7 @@ impl Core {
                 Ok(AppendOutcome::IndexTaken) => "index_taken",
                 Err(_) => "error",
             };
-            crate::telemetry::observe("meta_append_seconds", &[("outcome", outcome)], started.elapsed());
+            crate::telemetry::observe("sluice_meta_append_seconds", &[("outcome", outcome)], started.elapsed());
             match appended {
                 Ok(AppendOutcome::Appended) => {
                     self.set_reachable(true);
@@ -512,7 +512,7 @@ impl Core {
                 }
                 Ok(AppendOutcome::IndexTaken) => {
                     self.set_reachable(true);
-                    crate::telemetry::count("meta_append_conflicts_total", &[]);
+                    crate::telemetry::count("sluice_meta_append_conflicts_total", &[]);
                 }
                 Err(e) => {
                     self.set_reachable(false);

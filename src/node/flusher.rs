@@ -24,7 +24,7 @@ pub async fn run(node: Arc<Node>) {
         if node.phase() == Phase::Fenced {
             return;
         }
-        telemetry::gauge("buffered_bytes", &[], node.budget.used() as f64);
+        telemetry::gauge("sluice_buffered_bytes", &[], node.budget.used() as f64);
         let due = due_streams(&node);
         if !due.is_empty() {
             flush_now(&node, &due).await;
@@ -111,8 +111,8 @@ pub async fn flush_now(node: &Node, streams: &[Arc<OpenStream>]) {
                 for (s, f) in &taken {
                     s.finish_flush(f.end);
                 }
-                telemetry::observe("flush_seconds", &[("outcome", "committed")], started.elapsed());
-                telemetry::count_n("flush_bytes_total", &[], size as u64);
+                telemetry::observe("sluice_flush_seconds", &[("outcome", "committed")], started.elapsed());
+                telemetry::count_n("sluice_flush_bytes_total", &[], size as u64);
                 break;
             }
             Ok(outcome) => {
@@ -127,7 +127,7 @@ pub async fn flush_now(node: &Node, streams: &[Arc<OpenStream>]) {
                     break;
                 }
                 tracing::warn!(error = %e, "CommitObjects did not land; retrying");
-                telemetry::count("flush_commit_retries_total", &[]);
+                telemetry::count("sluice_flush_commit_retries_total", &[]);
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(Duration::from_secs(5));
             }

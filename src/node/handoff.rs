@@ -82,7 +82,7 @@ impl Node {
         self.handing_off.lock().unwrap().remove(&stream.id);
         match result {
             Ok(()) => {
-                crate::telemetry::observe("transfer_seconds", &[], started.elapsed());
+                crate::telemetry::observe("sluice_transfer_seconds", &[], started.elapsed());
                 tracing::info!(stream = %stream.id, took = ?started.elapsed(), "stream handed over");
             }
             Err(e) => {

@@ -17,15 +17,15 @@ pub(super) async fn heartbeat_loop(node: Arc<Node>) {
             epoch: node.epoch,
         };
         match node.meta.propose(hb).await {
-            Ok(Outcome::Applied) => crate::telemetry::count("heartbeats_total", &[("outcome", "applied")]),
+            Ok(Outcome::Applied) => crate::telemetry::count("sluice_heartbeats_total", &[("outcome", "applied")]),
             Ok(Outcome::Rejected(r)) => {
-                crate::telemetry::count("heartbeats_total", &[("outcome", "rejected")]);
+                crate::telemetry::count("sluice_heartbeats_total", &[("outcome", "rejected")]);
                 node.stop_fenced(&format!("heartbeat rejected: {r}"));
                 return;
             }
             Ok(_) => {}
             Err(e) => {
-                crate::telemetry::count("heartbeats_total", &[("outcome", "unavailable")]);
+                crate::telemetry::count("sluice_heartbeats_total", &[("outcome", "unavailable")]);
                 tracing::warn!(error = %e, "heartbeat did not land");
             }
         }

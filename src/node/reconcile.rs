@@ -94,7 +94,7 @@ impl Node {
                 }
             }
         }
-        crate::telemetry::gauge("open_streams", &[], streams.len() as f64);
+        crate::telemetry::gauge("sluice_open_streams", &[], streams.len() as f64);
     }
 }
 

@@ -254,7 +254,7 @@ impl OpenStream {
     /// is durable.
     async fn declined(&self, v: DsVerdict) -> Result<DsAppend, ApiError> {
         if let DsVerdict::Duplicate { next, .. } = &v {
-            crate::telemetry::count("producer_duplicates_total", &[]);
+            crate::telemetry::count("sluice_producer_duplicates_total", &[]);
             self.await_duplicate(*next, 0).await?;
         }
         Ok(DsAppend::Declined(v))
@@ -273,7 +273,7 @@ impl OpenStream {
         let (base, end, ack) = match self.assign(wal, count, max_timestamp, guard, encode)? {
             Step::Assigned { base, end, ack } => (base, end, ack),
             Step::Retry { base, count } => {
-                crate::telemetry::count("producer_duplicates_total", &[]);
+                crate::telemetry::count("sluice_producer_duplicates_total", &[]);
                 return self.await_duplicate(base, count).await.map(Landed::Appended);
             }
             Step::Declined(v) => return Ok(Landed::Declined(v)),

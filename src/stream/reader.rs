@@ -76,10 +76,10 @@ impl ChunkReader {
     async fn fetch(&self, chunk: &IndexedChunk) -> Result<Bytes, ApiError> {
         let key = (chunk.key.clone(), chunk.byte_start);
         if let Some(b) = self.cache.lock().unwrap().get(&key) {
-            crate::telemetry::count("read_cache_total", &[("outcome", "hit")]);
+            crate::telemetry::count("sluice_read_cache_total", &[("outcome", "hit")]);
             return Ok(b);
         }
-        crate::telemetry::count("read_cache_total", &[("outcome", "miss")]);
+        crate::telemetry::count("sluice_read_cache_total", &[("outcome", "miss")]);
         let bytes = self
             .store
             .get(&chunk.key, Some(chunk.byte_start..chunk.byte_end))

@@ -119,7 +119,7 @@ pub async fn fence_and_read(
         let key = segment_key(node, epoch, k);
         match store.put_if_absent(&key, encode_fence_marker(&marker)).await {
             Ok(PutOutcome::Created) => {
-                crate::telemetry::count("wal_fences_total", &[]);
+                crate::telemetry::count("sluice_wal_fences_total", &[]);
                 return Ok(collect(read, low, k));
             }
             // The writer raced us (or our earlier attempt landed): list again.

@@ -223,7 +223,7 @@ impl WalWriter {
             }
             deleted += 1;
         }
-        telemetry::count_n("wal_segments_deleted_total", &[], deleted as u64);
+        telemetry::count_n("sluice_wal_segments_deleted_total", &[], deleted as u64);
         deleted
     }
 
@@ -329,7 +329,7 @@ fn cut(shared: &Arc<Shared>) {
     };
     let body = encode_segment(&segment);
     telemetry::observe(
-        "wal_segment_linger_seconds",
+        "sluice_wal_segment_linger_seconds",
         &[],
         waiting.first_at.map_or(Duration::ZERO, |t| t.elapsed()),
     );
@@ -387,8 +387,8 @@ async fn put_segment(shared: &Shared, seq: SegmentSeq, body: bytes::Bytes) -> Re
         }
         match shared.store.put_if_absent(&key, body.clone()).await {
             Ok(PutOutcome::Created) => {
-                telemetry::observe("wal_put_seconds", &[("outcome", "ok")], started.elapsed());
-                telemetry::count_n("wal_put_bytes_total", &[], body.len() as u64);
+                telemetry::observe("sluice_wal_put_seconds", &[("outcome", "ok")], started.elapsed());
+                telemetry::count_n("sluice_wal_put_bytes_total", &[], body.len() as u64);
                 return Ok(());
             }
             Ok(PutOutcome::AlreadyExists) => {
@@ -409,7 +409,7 @@ async fn put_segment(shared: &Shared, seq: SegmentSeq, body: bytes::Bytes) -> Re
                 }
             }
             Err(e) => {
-                telemetry::count("wal_put_retries_total", &[]);
+                telemetry::count("sluice_wal_put_retries_total", &[]);
                 tracing::warn!(error = %e, %key, "WAL PUT failed; retrying the same bytes");
             }
         }

@@ -160,11 +160,11 @@ impl Node {
 }
 
 /// Reads served from this node's streams (forwarded reads count on the
-/// owner): `read_total{kind}` counts records or batches, `read_bytes_total`
+/// owner): `sluice_read_total{kind}` counts records or batches, `sluice_read_bytes_total`
 /// their payload bytes.
 fn count_read(kind: &str, n: usize, bytes: usize) {
-    crate::telemetry::count_n("read_total", &[("kind", kind)], n as u64);
-    crate::telemetry::count_n("read_bytes_total", &[("kind", kind)], bytes as u64);
+    crate::telemetry::count_n("sluice_read_total", &[("kind", kind)], n as u64);
+    crate::telemetry::count_n("sluice_read_bytes_total", &[("kind", kind)], bytes as u64);
 }
 
 #[async_trait]
@@ -188,11 +188,11 @@ impl Records for Node {
         let started = tokio::time::Instant::now();
         let result = s.append(&self.wal, &records).await;
         let outcome = if result.is_ok() { "ok" } else { "error" };
-        crate::telemetry::observe("append_seconds", &[("outcome", outcome)], started.elapsed());
+        crate::telemetry::observe("sluice_append_seconds", &[("outcome", outcome)], started.elapsed());
         if result.is_ok() {
-            crate::telemetry::count_n("appended_records_total", &[], records.len() as u64);
+            crate::telemetry::count_n("sluice_appended_records_total", &[], records.len() as u64);
             let bytes: usize = records.iter().map(crate::stream::partition::record_size).sum();
-            crate::telemetry::count_n("appended_bytes_total", &[], bytes as u64);
+            crate::telemetry::count_n("sluice_appended_bytes_total", &[], bytes as u64);
         }
         result
     }
@@ -222,7 +222,7 @@ impl Records for Node {
         };
         let result = s.append_durable(&self.wal, &write, &records).await;
         if let Ok(DsAppend::Stored { count, .. }) = &result {
-            crate::telemetry::count_n("appended_records_total", &[], u64::from(*count));
+            crate::telemetry::count_n("sluice_appended_records_total", &[], u64::from(*count));
         }
         result
     }
@@ -296,10 +296,10 @@ impl Records for Node {
         let started = tokio::time::Instant::now();
         let result = s.append_batch(&self.wal, &batch).await;
         let outcome = if result.is_ok() { "ok" } else { "error" };
-        crate::telemetry::observe("append_seconds", &[("outcome", outcome)], started.elapsed());
+        crate::telemetry::observe("sluice_append_seconds", &[("outcome", outcome)], started.elapsed());
         if let Ok(a) = &result {
-            crate::telemetry::count_n("appended_records_total", &[], u64::from(a.count));
-            crate::telemetry::count_n("appended_bytes_total", &[], batch.len() as u64);
+            crate::telemetry::count_n("sluice_appended_records_total", &[], u64::from(a.count));
+            crate::telemetry::count_n("sluice_appended_bytes_total", &[], batch.len() as u64);
         }
         result
     }
