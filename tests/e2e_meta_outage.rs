@@ -201,7 +201,7 @@ async fn a_frozen_dynamodb_fails_metadata_changes_fast_while_appends_go_on_and_n
             }
             None => refused += 1,
         }
-        if i % 20 == 0 {
+        if i.is_multiple_of(20) {
             let (status, took) = create_topic(&client, &nodes[(i % 2) as usize].url, &format!("during-{i}")).await;
             assert_eq!(status, 503, "topic creation with the store frozen");
             later.push(took);
