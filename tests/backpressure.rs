@@ -7,9 +7,9 @@ mod support;
 
 use bytes::Bytes;
 use sluice::api::{ErrorCode, Records, Topics};
+use sluice::batch::Record;
 use sluice::node::{Backends, Node};
 use sluice::store::{FaultConfig, FaultyStore, MemoryStore};
-use sluice::batch::Record;
 use std::sync::Arc;
 use std::time::Duration;
 use support::{config, eventually};

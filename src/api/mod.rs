@@ -40,9 +40,9 @@ pub use services::Services;
 pub use tokens::Tokens;
 pub use topics::Topics;
 
+use crate::batch::Record;
 use crate::ids::{NodeEpoch, Offset, StreamEpoch};
 use crate::meta::TopicConfig;
-use crate::batch::Record;
 use serde::Serialize;
 use std::time::Duration;
 

@@ -31,9 +31,9 @@
 
 use crate::api::*;
 use crate::auth::{AuthFailure, IssuedToken, NewToken, Op, Principal, TokenInfo};
+use crate::batch::Record;
 use crate::ids::{Offset, StreamEpoch};
 use crate::meta::{ConfigUpdate, TopicConfig};
-use crate::batch::Record;
 use async_trait::async_trait;
 use std::sync::Arc;
 use std::time::Duration;

@@ -4,11 +4,11 @@ use super::versions::SUPPORTED;
 use super::wire::{Reader, Writer};
 use super::*;
 use crate::api::*;
+use crate::batch::{encode_batch, Record};
 use crate::config::ServeArgs;
 use crate::http::tests::fake::FakeEngine;
 use crate::ids::Offset;
 use crate::node::{Backends, Node};
-use crate::batch::{encode_batch, Record};
 use rand::{Rng, SeedableRng};
 use tokio::io::AsyncWriteExt;
 
@@ -496,9 +496,7 @@ async fn metadata_produce_fetch_and_list_offsets_over_a_node() {
     let (error, hw, records) =
         fetch_answer(call(engine, request(FETCH, 11, 3, &fetch_body(0, "auto", 0, 1, 1 << 20))).await);
     assert_eq!((error, hw), (0, 4));
-    let stored: Vec<_> = crate::batch::batches("f", &records)
-        .map(|b| b.unwrap().0)
-        .collect();
+    let stored: Vec<_> = crate::batch::batches("f", &records).map(|b| b.unwrap().0).collect();
     assert_eq!(
         stored.iter().map(|i| i.base_offset.get()).collect::<Vec<_>>(),
         vec![0, 2, 3]
@@ -616,9 +614,7 @@ async fn fetch_reads_flushed_data_objects_then_the_tail() {
     let fetch = |from, max| request(FETCH, 11, 2, &fetch_body(0, "f", 0, from, max));
     let (error, hw, records) = fetch_answer(call(engine, fetch(1, 1 << 20)).await);
     assert_eq!((error, hw), (0, 6));
-    let batches: Vec<_> = crate::batch::batches("f", &records)
-        .map(|b| b.unwrap())
-        .collect();
+    let batches: Vec<_> = crate::batch::batches("f", &records).map(|b| b.unwrap()).collect();
     let bases: Vec<u64> = batches.iter().map(|(i, _)| i.base_offset.get()).collect();
     assert_eq!(bases, vec![1, 2, 3, 4, 5], "chunks, then the tail");
     let values: Vec<_> = batches

@@ -7,10 +7,10 @@
 
 use crate::api::*;
 use crate::auth::{AuthFailure, IssuedToken, NewToken, Principal, TokenInfo};
+use crate::batch::Record;
 use crate::ids::{NodeEpoch, Offset, StreamEpoch};
 use crate::meta::view::validate_topic_name;
 use crate::meta::{ConfigUpdate, TopicConfig};
-use crate::batch::Record;
 use async_trait::async_trait;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
