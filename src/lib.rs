@@ -11,11 +11,11 @@
 //! - [`batch`]: the Kafka record batch format (and its compression codecs):
 //!   what the WAL, data objects and every front door carry.
 //! - [`meta`]: the metadata log, the view and its pure `apply`, the proposer,
-//!   and Kafka idempotent-producer state (`meta::producers`: the view holds it,
-//!   each owner keeps a copy).
+//!   and the idempotence state of Kafka producers and Durable Streams writers
+//!   (`meta::producers`, `meta::writers`: the view holds it, each owner keeps
+//!   a copy and checks appends against it).
 //! - [`wal`]: segments, the group-commit writer, takeover and replay.
-//! - [`stream`]: per-stream sequencers and buffers, data objects, reads, and
-//!   the idempotence state of Durable Streams writers.
+//! - [`stream`]: per-stream sequencers and buffers, data objects, reads.
 //! - [`api`]: what the front doors ask of a node, as capability traits
 //!   (`Records`, `Topics`, `GroupOffsets`, `ProducerIds`, `Tokens`,
 //!   `Cluster`, one file each) bundled in [`api::Services`], and the public

@@ -321,7 +321,7 @@ pub fn is_forwarded() -> bool {
 pub const FORWARDED_HEADER: &str = "sluice-forwarded";
 
 /// The header a forwarded Durable Streams append carries its
-/// [`DsWrite`](crate::stream::writers::DsWrite) in (JSON); honoured only on
+/// [`DsWrite`](crate::meta::writers::DsWrite) in (JSON); honoured only on
 /// forwarded requests.
 pub const DS_WRITE_HEADER: &str = "sluice-ds-write";
 

@@ -4,9 +4,9 @@
 //! where a leader epoch ended.
 
 use super::{ApiResult, Appended, BatchRead, ReadRequest, ReadResult};
-use crate::ids::{Offset, StreamEpoch};
 use crate::batch::Record;
-use crate::stream::writers::{DsAppend, DsWrite};
+use crate::ids::{Offset, StreamEpoch};
+use crate::meta::writers::{DsAppend, DsWrite};
 use async_trait::async_trait;
 use std::time::Duration;
 

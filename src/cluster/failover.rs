@@ -4,11 +4,11 @@
 
 use super::Context;
 use crate::ids::{NodeEpoch, NodeId, StreamId};
+use crate::meta::producers::{ProducerBatch, ProducerTable};
+use crate::meta::writers::WriterTable;
 use crate::meta::{ChunkCommit, Command, IndexedChunk, Outcome, StreamState, View};
 use crate::stream::dataobj::DataObjectBuilder;
 use crate::stream::keys;
-use crate::meta::producers::{ProducerBatch, ProducerTable};
-use crate::stream::writers::WriterTable;
 use crate::wal::segment::WalEntry;
 use crate::wal::takeover::{fence_and_read, replay, Fencer, Recovering};
 use std::collections::BTreeMap;

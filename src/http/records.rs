@@ -307,7 +307,7 @@ async fn append_durable_forwarded(
             crate::api::DS_WRITE_HEADER
         )));
     }
-    let write: crate::stream::writers::DsWrite = write
+    let write: crate::meta::writers::DsWrite = write
         .to_str()
         .ok()
         .and_then(|w| serde_json::from_str(w).ok())

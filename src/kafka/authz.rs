@@ -115,9 +115,9 @@ impl Records for Scoped<dyn Records> {
         &self,
         topic: &str,
         partition: u32,
-        write: crate::stream::writers::DsWrite,
+        write: crate::meta::writers::DsWrite,
         records: Vec<Record>,
-    ) -> ApiResult<crate::stream::writers::DsAppend> {
+    ) -> ApiResult<crate::meta::writers::DsAppend> {
         self.need(Op::Write, topic)?;
         self.inner.append_durable(topic, partition, write, records).await
     }
@@ -333,7 +333,7 @@ mod tests {
         assert!(forbidden(s.records.read("theirs", 0, read_req()).await));
         let batch = bytes::Bytes::from_static(b"not reached");
         assert!(forbidden(s.records.append_batch("theirs", 0, batch).await));
-        let write = crate::stream::writers::DsWrite {
+        let write = crate::meta::writers::DsWrite {
             stream_seq: Some("1".into()),
             ..Default::default()
         };

@@ -95,8 +95,8 @@ pub struct ChunkCommit {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub producers: Vec<crate::meta::producers::ProducerBatch>,
     /// Durable Streams writer state the chunk's batches add up to.
-    #[serde(default, skip_serializing_if = "crate::stream::writers::WriterTable::is_empty")]
-    pub writers: crate::stream::writers::WriterTable,
+    #[serde(default, skip_serializing_if = "crate::meta::writers::WriterTable::is_empty")]
+    pub writers: crate::meta::writers::WriterTable,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -3,7 +3,7 @@
 //!
 //! The writer state that makes appends idempotent (`Stream-Seq` and the
 //! `Producer-*` headers) is not here any more: the stream's sequencer keeps
-//! it with the records (`crate::stream::writers`). Older releases kept it
+//! it with the records (`crate::meta::writers`). Older releases kept it
 //! here; those fields and updates are still decoded and applied so old
 //! snapshots and log entries read the same, and are only used to seed the
 //! sequencer's check for a writer it knows nothing of.

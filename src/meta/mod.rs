@@ -7,7 +7,8 @@
 //! - `entry`: versioned encodings of entries and snapshots;
 //! - `client`: the proposer and tailer a node uses;
 //! - `liveness`: heartbeat-count clocks;
-//! - `producers`: idempotent-producer state, in the view and on each owner;
+//! - `producers`, `writers`: the idempotence state of Kafka producers and
+//!   Durable Streams writers, in the view and on each owner;
 //! - `durable`: the per-stream state of Durable Streams streams (in topic configs).
 pub mod client;
 pub mod command;
@@ -22,6 +23,7 @@ pub mod open;
 pub mod producers;
 pub mod store_log;
 pub mod view;
+pub mod writers;
 
 pub use client::{Meta, MetaConfig, MetaError};
 pub use command::{ChunkCommit, CleanupPolicy, Command, ConfigUpdate, IndexedChunk, Outcome, Rejection, TopicConfig};

@@ -12,8 +12,8 @@
 //! Durable Streams writers (keyed by their `Producer-Id` string) are kept in
 //! the same table, as a [`WriterTable`] of their own.
 
-use crate::stream::writers::WriterTable;
 use crate::ids::Offset;
+use crate::meta::writers::WriterTable;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
 

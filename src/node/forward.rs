@@ -9,9 +9,9 @@ use crate::api::{
     ApiError, ApiResult, Appended, ErrorCode, ReadFrom, ReadRequest, ReadResult, DS_WRITE_HEADER, FORWARDED_HEADER,
     PEER_HEADER,
 };
-use crate::ids::Offset;
 use crate::batch::Record;
-use crate::stream::writers::{DsAppend, DsWrite};
+use crate::ids::Offset;
+use crate::meta::writers::{DsAppend, DsWrite};
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
 use bytes::Bytes;

@@ -5,9 +5,9 @@
 
 use super::{Node, Phase};
 use crate::ids::{Offset, StreamEpoch, StreamId};
+use crate::meta::producers::ProducerTable;
 use crate::meta::StreamState;
 use crate::stream::partition::OpenStream;
-use crate::meta::producers::ProducerTable;
 use std::collections::HashMap;
 use std::sync::Arc;
 use tracing::Instrument as _;

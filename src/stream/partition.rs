@@ -7,12 +7,12 @@
 //! exactly the batches `committed_end..next`, in order and contiguous;
 //! nothing at or past the high watermark is ever served.
 
-use crate::batch::{decode_records, encode_batch, Record};
 use super::budget::Budget;
-use crate::meta::producers::{ProducerBatch, ProducerTable, Verdict};
-use super::writers::{DsAppend, DsVerdict, DsWrite, WriterMark, WriterTable};
 use crate::api::{ApiError, Appended, ErrorCode};
+use crate::batch::{decode_records, encode_batch, Record};
 use crate::ids::{Offset, StreamEpoch, StreamId};
+use crate::meta::producers::{ProducerBatch, ProducerTable, Verdict};
+use crate::meta::writers::{DsAppend, DsVerdict, DsWrite, WriterMark, WriterTable};
 use crate::wal::segment::{ProducerInfo, WalEntry};
 use crate::wal::WalWriter;
 use bytes::Bytes;
@@ -206,7 +206,7 @@ impl OpenStream {
     /// `Stream-Seq` are checked against the stream's writer state and the
     /// records are given offsets in the same step, under the stream's lock,
     /// so no two appends of one write are ever both stored. The batch
-    /// carries the write's [`WriterMark`](super::writers::WriterMark), which
+    /// carries the write's [`WriterMark`](crate::meta::writers::WriterMark), which
     /// is how a later owner learns the state.
     ///
     /// With no records only the check is made (a close without a body):
@@ -236,7 +236,7 @@ impl OpenStream {
         }
         let count = u32::try_from(records.len()).map_err(|_| ApiError::invalid("too many records in one append"))?;
         let max_timestamp = records.iter().map(|r| r.timestamp_ms).max().unwrap_or(0);
-        let stamped = super::writers::stamp(records, write);
+        let stamped = crate::meta::writers::stamp(records, write);
         let guard = Guard::Durable(write.clone());
         match self
             .append_encoded(wal, count, max_timestamp, guard, |base| encode_batch(base, &stamped))

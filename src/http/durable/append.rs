@@ -5,7 +5,7 @@
 //! Everything that can refuse the request is checked before the engine
 //! sees a record, so a refused append has appended nothing. The producer
 //! and `Stream-Seq` checks are the stream sequencer's
-//! ([`crate::stream::writers`]): on the stream's owner, the check and the
+//! ([`crate::meta::writers`]): on the stream's owner, the check and the
 //! append are one step, whichever node the request came through.
 
 use super::headers::{self as h, media_type, Producer};
@@ -13,10 +13,10 @@ use super::offset::token;
 use super::reply::{DsError, Reply};
 use super::stream::{self, Found};
 use super::{json, DsState};
+use crate::batch::Record;
 use crate::ids::Offset;
 use crate::meta::durable::{DurableMeta, DurableUpdate, ProducerMark};
-use crate::batch::Record;
-use crate::stream::writers::{DsAppend, DsVerdict, DsWrite, ProducerSeq, WriterState};
+use crate::meta::writers::{DsAppend, DsVerdict, DsWrite, ProducerSeq, WriterState};
 use axum::body::Bytes;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
@@ -304,7 +304,7 @@ mod tests {
         );
         assert_eq!(w.legacy_stream_seq.as_deref(), Some("07"));
         assert!(matches!(
-            crate::stream::writers::WriterTable::default().check(&w),
+            crate::meta::writers::WriterTable::default().check(&w),
             DsVerdict::Duplicate { last_seq: 5, .. }
         ));
         // Nothing legacy for a producer the rows do not name, nor without a Stream-Seq.

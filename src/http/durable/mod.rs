@@ -5,7 +5,7 @@
 //! [`DurableMeta`](crate::meta::durable::DurableMeta) in the topic's
 //! configuration, so it lives in the metadata log like any topic setting.
 //! Writer positions (idempotent producers, `Stream-Seq`) live with the
-//! stream's records instead: see [`crate::stream::writers`].
+//! stream's records instead: see [`crate::meta::writers`].
 //! Records are appended and read through the
 //! [`Records`](crate::api::Records) capability like any other, so
 //! durability, routing from any node and failover are those of every
@@ -24,7 +24,7 @@
 //! - `stream`: finding a stream, its tail, expiry and sliding TTL.
 //! - `lifecycle`: PUT (create), HEAD, DELETE.
 //! - `append`: POST (append, close); producer and `Stream-Seq` checks are
-//!   made by the stream's sequencer (`crate::stream::writers`).
+//!   made by the stream's sequencer (`crate::meta::writers`).
 //! - `read`: GET catch-up and long-poll reads.
 //! - `sse`: GET `live=sse`.
 //! - `reply`: responses, errors, CORS and security headers.

@@ -287,9 +287,9 @@ impl Records for FakeEngine {
         &self,
         _topic: &str,
         _partition: u32,
-        _write: crate::stream::writers::DsWrite,
+        _write: crate::meta::writers::DsWrite,
         _records: Vec<Record>,
-    ) -> ApiResult<crate::stream::writers::DsAppend> {
+    ) -> ApiResult<crate::meta::writers::DsAppend> {
         Err(unsupported("Durable Streams writes"))
     }
 

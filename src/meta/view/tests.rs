@@ -1256,7 +1256,7 @@ fn each_new_stream_epoch_records_where_it_started() {
 
 #[test]
 fn committed_chunks_carry_durable_writer_state_into_the_stream_row() {
-    use crate::stream::writers::{DsVerdict, DsWrite, ProducerSeq, WriterMark, WriterTable};
+    use crate::meta::writers::{DsVerdict, DsWrite, ProducerSeq, WriterMark, WriterTable};
     let (mut h, e, s) = Harness::with_open_stream();
     let write = |seq| DsWrite {
         producer: Some(ProducerSeq {

@@ -4,10 +4,10 @@
 
 use super::super::{Node, Phase};
 use crate::api::*;
-use crate::ids::{Offset, StreamEpoch, StreamId};
-use crate::meta::StreamState;
 use crate::batch::Record;
-use crate::stream::writers::{DsAppend, DsWrite};
+use crate::ids::{Offset, StreamEpoch, StreamId};
+use crate::meta::writers::{DsAppend, DsWrite};
+use crate::meta::StreamState;
 use async_trait::async_trait;
 
 /// See [`Node::read_position`].

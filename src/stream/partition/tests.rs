@@ -233,7 +233,7 @@ async fn idempotent_batches_carry_their_producer_into_the_wal() {
 
 mod durable_writers {
     use super::*;
-    use crate::stream::writers::{DsAppend, DsVerdict, DsWrite, ProducerSeq, WriterTable};
+    use crate::meta::writers::{DsAppend, DsVerdict, DsWrite, ProducerSeq, WriterTable};
 
     fn w(id: &str, epoch: u64, seq: u64) -> DsWrite {
         DsWrite {

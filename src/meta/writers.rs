@@ -4,7 +4,7 @@
 //!
 //! It is kept beside Kafka's producer state ([`crate::meta::producers`]) and
 //! decided the same way: the owner checks a writer's append and assigns its
-//! offsets in one step under the stream's lock ([`super::partition`]).
+//! offsets in one step under the stream's lock ([`crate::stream::partition`]).
 //! Every batch such an append stores carries a [`WriterMark`] in a reserved
 //! header of its first record ([`WRITER_HEADER`]), so the state is rebuilt
 //! from stored batches: a flush hands the marks of its range to the view
@@ -104,7 +104,7 @@ pub enum DsVerdict {
     SeqNotAfter { last: String },
 }
 
-/// The answer to a Durable Streams append ([`super::partition::OpenStream::append_durable`]).
+/// The answer to a Durable Streams append ([`crate::stream::partition::OpenStream::append_durable`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "result")]
 pub enum DsAppend {
