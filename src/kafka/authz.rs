@@ -132,6 +132,20 @@ impl Records for Scoped<dyn Records> {
         self.need(Op::Read, topic)?;
         self.inner.read_batches(topic, partition, from, max_bytes, wait).await
     }
+    async fn relay_subscription(
+        &self,
+        topic: &str,
+        partition: u32,
+        path_and_query: &str,
+        last_event_id: Option<&str>,
+    ) -> Option<ApiResult<crate::api::ByteStream>> {
+        if let Err(e) = self.need(Op::Read, topic) {
+            return Some(Err(e));
+        }
+        self.inner
+            .relay_subscription(topic, partition, path_and_query, last_event_id)
+            .await
+    }
     async fn leader_epoch_end(&self, topic: &str, partition: u32, epoch: StreamEpoch) -> ApiResult<Offset> {
         self.need(Op::Read, topic)?;
         self.inner.leader_epoch_end(topic, partition, epoch).await
