@@ -24,6 +24,9 @@
 //! - [`node`]: one `sluice serve` process: registration, heartbeat,
 //!   reconciliation, flushing, hand-off and shutdown, and the capabilities it
 //!   serves (`node/engine/`, one file per trait).
+//! - [`route`]: local or forward: the owner of a stream another node serves,
+//!   and the byte-exact node-to-node call that forwards to it (one hop,
+//!   peer-authenticated).
 //! - [`cluster`]: the lease holder's duties (liveness, fencing, takeover,
 //!   placement, expiry, retention, GC) over a narrow `cluster::Context`;
 //!   it never imports `node`.
@@ -53,6 +56,7 @@ pub mod kafka;
 pub mod meta;
 pub mod net;
 pub mod node;
+pub mod route;
 pub mod server;
 pub mod store;
 pub mod stream;

@@ -404,6 +404,23 @@ async fn forwarded_requests_are_authorized_by_the_owner_with_the_callers_token()
         .map(|r| r["value"].as_str().unwrap())
         .collect();
     assert_eq!(values, ["via-n2"]);
+    // A subscription through n2 is relayed from n1, which authorizes the
+    // caller's token too.
+    let mut sse = c
+        .get(format!("{url2}/v1/topics/t/partitions/{p}/subscribe?offset=0"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(sse.status(), 200);
+    let mut text = String::new();
+    while !text.contains("via-n2") {
+        let chunk = tokio::time::timeout(Duration::from_secs(10), sse.chunk())
+            .await
+            .unwrap()
+            .unwrap();
+        text.push_str(std::str::from_utf8(&chunk.expect("the stream stays open")).unwrap());
+    }
+    assert!(text.contains("event: record"), "{text}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -242,6 +242,9 @@ pub struct ReadResult {
     pub start_offset: Offset,
 }
 
+/// A response body relayed from another node as it arrives.
+pub type ByteStream = futures::stream::BoxStream<'static, Result<bytes::Bytes, std::io::Error>>;
+
 /// Stored RecordBatch v2 bytes for an offset range (the Kafka Fetch path).
 #[derive(Debug, Clone)]
 pub struct BatchRead {
@@ -326,7 +329,7 @@ pub const FORWARDED_HEADER: &str = "sluice-forwarded";
 pub const DS_WRITE_HEADER: &str = "sluice-ds-write";
 
 /// The header that proves a forwarded request comes from a node of this
-/// cluster (see `node::peer`); without it [`FORWARDED_HEADER`] is ignored.
+/// cluster (see `route::peer`); without it [`FORWARDED_HEADER`] is ignored.
 pub const PEER_HEADER: &str = "sluice-peer";
 
 tokio::task_local! {

@@ -33,7 +33,8 @@ pub trait Records: Send + Sync + 'static {
 
     /// Append one producer-encoded RecordBatch v2 (CRC-checked by the
     /// caller) to a partition this node owns, assigning its offsets; returns
-    /// once durable. Never forwarded: Kafka clients go to the leader.
+    /// once durable. Never forwarded itself (Kafka clients go to the
+    /// leader); the owner's end of a forwarded append.
     async fn append_batch(&self, topic: &str, partition: u32, batch: bytes::Bytes) -> ApiResult<Appended>;
 
     /// Stored batches from `from` on, up to about `max_bytes` (at least one
@@ -47,6 +48,18 @@ pub trait Records: Send + Sync + 'static {
         max_bytes: usize,
         wait: Duration,
     ) -> ApiResult<BatchRead>;
+
+    /// `Some` when a subscription to this partition is served by its owner
+    /// on another node (see `crate::route`): the owner's answer to the
+    /// subscriber's own request (`path_and_query`, resumed after
+    /// `last_event_id`), relayed as it arrives. `None`: serve it here.
+    async fn relay_subscription(
+        &self,
+        topic: &str,
+        partition: u32,
+        path_and_query: &str,
+        last_event_id: Option<&str>,
+    ) -> Option<ApiResult<super::ByteStream>>;
 
     /// Where leader (stream) epoch `epoch` of a partition this node owns
     /// ended: the start offset of the next epoch, or the high watermark for

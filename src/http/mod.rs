@@ -18,6 +18,9 @@
 //! - [`openapi`]: `GET /openapi.json`, checked against [`ROUTES`] by a test.
 //! - [`durable`]: the Durable Streams protocol under `/v1/stream/` (its own
 //!   routes, outside [`ROUTES`] and the OpenAPI document).
+//! - `internal`: the owner's end of the node-to-node call (`/internal/v1/`,
+//!   peers only, outside [`ROUTES`] and the OpenAPI document; see
+//!   [`crate::route`]).
 //!
 //! Every route is listed once in [`ROUTES`]; [`router`] builds the router from
 //! that list, so the list, the router and the OpenAPI document cannot drift.
@@ -27,6 +30,7 @@ pub mod durable;
 mod encoding;
 pub mod error;
 mod guard;
+mod internal;
 pub mod openapi;
 mod ops;
 mod records;
@@ -127,9 +131,11 @@ pub fn router(engine: impl Into<Services>) -> Router {
         let guard = axum::middleware::from_fn_with_state((state.clone(), policy), auth::authorize);
         router = router.route(path, handler(method, path).route_layer(guard));
     }
+    let internal = internal::router(state.clone());
     router
         .with_state(state)
         .merge(durable)
+        .merge(internal)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(limits.max_request_bytes))

@@ -46,6 +46,24 @@ fn encoding_param() -> Value {
     })
 }
 
+/// `?headers=` of reads and subscriptions.
+fn headers_param() -> Value {
+    json!({
+        "name": "headers", "in": "query", "required": false,
+        "description": "`list` writes each record's headers as `[[name, value], ...]`: every header in stored order, repeated names kept. `object` (the default) writes `{name: value}`, sorted by name, the last of a repeated name winning.",
+        "schema": { "type": "string", "enum": ["object", "list"], "default": "object" }
+    })
+}
+
+/// A record's headers: `{name: value}`, or the list form `[[name, value], ...]`.
+fn headers_schema(bytes: &Value) -> Value {
+    json!({ "oneOf": [
+        { "type": "object", "additionalProperties": bytes },
+        { "type": "array", "description": "every header in order, repeated names kept",
+          "items": { "type": "array", "minItems": 2, "maxItems": 2, "prefixItems": [{ "type": "string" }, bytes] } }
+    ] })
+}
+
 fn offset_param() -> Value {
     json!({
         "name": "offset", "in": "query", "required": false,
@@ -219,7 +237,7 @@ fn topic_paths() -> Value {
                       "schema": { "type": "integer", "minimum": 1, "default": 1048576 } },
                     { "name": "wait_ms", "in": "query", "description": "Long poll: wait up to this long (capped by the server's --max-wait-ms) when no records are available.",
                       "schema": { "type": "integer", "minimum": 0, "default": 0 } },
-                    encoding_param()
+                    encoding_param(), headers_param()
                 ],
                 "responses": {
                     "200": json_response("records (empty on long-poll timeout)", "ReadResponse"),
@@ -237,7 +255,7 @@ fn topic_paths() -> Value {
                 "description": "Each record is an event with `id: <offset>`, `event: record` and `data: <Record JSON>`. A `:` comment every 15 s keeps the connection open. The stream ends with `event: error`, `data: {\"code\": \"unavailable\", \"retryable\": true}` on shutdown or a move; reconnect with Last-Event-ID.",
                 "parameters": [
                     offset_param(),
-                    encoding_param(),
+                    encoding_param(), headers_param(),
                     { "name": "Last-Event-ID", "in": "header", "required": false,
                       "description": "Resume after this offset (overrides `offset`).",
                       "schema": { "type": "integer", "minimum": 0 } }
@@ -413,7 +431,8 @@ fn record_schemas() -> Value {
             "properties": {
                 "key": bytes.clone(),
                 "value": merge(bytes.clone(), json!({ "description": "null for a tombstone" })),
-                "headers": { "type": "object", "additionalProperties": bytes.clone() },
+                "headers": headers_schema(&bytes),
+                "timestamp": { "type": "integer", "minimum": 0, "description": "milliseconds since the Unix epoch; absent or null: when the request arrived" },
                 "partition": { "type": "integer", "minimum": 0 }
             }
         },
@@ -450,7 +469,7 @@ fn record_schemas() -> Value {
                 "timestamp": { "type": "integer", "description": "milliseconds since the Unix epoch" },
                 "key": bytes.clone(),
                 "value": bytes.clone(),
-                "headers": { "type": "object", "additionalProperties": bytes },
+                "headers": headers_schema(&bytes),
                 "key_encoding": { "type": "string", "enum": ["base64"], "description": "present when the key is not UTF-8 and was sent in base64" },
                 "value_encoding": { "type": "string", "enum": ["base64"], "description": "present when the value is not UTF-8 and was sent in base64" },
                 "headers_encoding": { "type": "string", "enum": ["base64"], "description": "present when some header value is not UTF-8; all header values are then base64" }

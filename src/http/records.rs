@@ -7,7 +7,7 @@
 
 use super::error::{HttpError, HttpResult};
 use super::records_in::{check_size, parse_json, BodyLimits, Incoming};
-use super::records_out::read_answer;
+use super::records_out::{read_answer, HeaderForm};
 use super::topics::body_error;
 use super::{checked_partition, AppState, Shared};
 use crate::api::{ApiError, ErrorCode, ReadFrom, ReadRequest};
@@ -48,6 +48,16 @@ pub(crate) fn encoding(params: &Params) -> HttpResult<Encoding> {
         None | Some("utf8") | Some("utf-8") => Ok(Encoding::Utf8),
         Some("base64") => Ok(Encoding::Base64),
         Some(other) => Err(ApiError::invalid(format!("encoding must be utf8 or base64, got {other:?}")).into()),
+    }
+}
+
+/// `headers=object` (the default) or `headers=list`: how a read answer
+/// writes each record's headers.
+pub(crate) fn header_form(params: &Params) -> HttpResult<HeaderForm> {
+    match params.get("headers").map(String::as_str) {
+        None | Some("object") => Ok(HeaderForm::Object),
+        Some("list") => Ok(HeaderForm::List),
+        Some(other) => Err(ApiError::invalid(format!("headers must be object or list, got {other:?}")).into()),
     }
 }
 
@@ -385,8 +395,9 @@ pub async fn read(
 ) -> HttpResult<axum::response::Response> {
     let params = params(query)?;
     let enc = encoding(&params)?;
+    let form = header_form(&params)?;
     let p = checked_partition(&state, &topic, &partition).await?;
     let req = read_request(&state, &params)?;
     let result = state.engine.records.read(&topic, p, req).await?;
-    Ok(json_bytes(read_answer(&result, enc, state.limits.max_read_bytes)))
+    Ok(json_bytes(read_answer(&result, enc, form, state.limits.max_read_bytes)))
 }

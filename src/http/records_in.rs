@@ -328,22 +328,22 @@ impl<'de> Visitor<'de> for RecordSeed<'_, '_> {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let (ctx, i) = (self.ctx, self.i);
-        let (mut key, mut value, mut partition) = (None, None, None);
-        let mut headers: Option<Headers<'de>> = None;
+        let mut f = Fields::default();
         while let Some(Key(k)) = map.next_key::<Key<'de>>()? {
             match &*k {
-                "key" => key = Some(map.next_value::<Shallow<'de>>()?),
-                "value" => value = Some(map.next_value::<Shallow<'de>>()?),
-                "partition" => partition = Some(map.next_value::<Shallow<'de>>()?),
-                "headers" => headers = Some(map.next_value::<Headers<'de>>()?),
+                "key" => f.key = Some(map.next_value::<Shallow<'de>>()?),
+                "value" => f.value = Some(map.next_value::<Shallow<'de>>()?),
+                "partition" => f.partition = Some(map.next_value::<Shallow<'de>>()?),
+                "timestamp" => f.timestamp = Some(map.next_value::<Shallow<'de>>()?),
+                "headers" => f.headers = Some(map.next_value::<Headers<'de>>()?),
                 _ => {
                     return Err(ctx.fail(invalid(format!(
-                        "records[{i}]: unknown field {k:?}; expected key, value, headers, partition"
+                        "records[{i}]: unknown field {k:?}; expected key, value, headers, timestamp, partition"
                     ))))
                 }
             }
         }
-        Ok(build(ctx, i, key, value, headers, partition))
+        Ok(build(ctx, i, f))
     }
     fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> Result<Self::Value, A::Error> {
         Ok(Err(self.not_an_object("an array")))
@@ -374,12 +374,78 @@ impl RecordSeed<'_, '_> {
     }
 }
 
-/// A record's `headers`: an object (its values seen shallowly), or
-/// whatever else was sent, by type name.
+/// The fields of one record object, as sent.
+#[derive(Default)]
+struct Fields<'a> {
+    key: Option<Shallow<'a>>,
+    value: Option<Shallow<'a>>,
+    headers: Option<Headers<'a>>,
+    timestamp: Option<Shallow<'a>>,
+    partition: Option<Shallow<'a>>,
+}
+
+/// A record's `headers`: an object or a list of `[name, value]` pairs (the
+/// values seen shallowly), or whatever else was sent, by type name.
 enum Headers<'a> {
     Null,
     Map(Vec<(Cow<'a, str>, Shallow<'a>)>),
+    /// Every header in order, repeated names kept.
+    List(Vec<(Cow<'a, str>, Shallow<'a>)>),
+    /// The list's element `.0` is not a `[name, value]` pair.
+    BadPair(usize),
     Other(&'static str),
+}
+
+/// One `[name, value]` element of the list form, or `None` for anything else.
+struct Pair<'a>(Option<(Cow<'a, str>, Shallow<'a>)>);
+
+impl<'de> de::Deserialize<'de> for Pair<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(PairVisitor)
+    }
+}
+
+struct PairVisitor;
+
+impl<'de> Visitor<'de> for PairVisitor {
+    type Value = Pair<'de>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a [name, value] pair")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let name = seq.next_element::<Shallow<'de>>()?;
+        let value = seq.next_element::<Shallow<'de>>()?;
+        let mut extra = false;
+        while seq.next_element::<IgnoredAny>()?.is_some() {
+            extra = true;
+        }
+        Ok(Pair(match (name, value, extra) {
+            (Some(Shallow::Str(n)), Some(v), false) => Some((n, v)),
+            _ => None,
+        }))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(Pair(None))
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(Pair(None))
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(Pair(None))
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(Pair(None))
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(Pair(None))
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(Pair(None))
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(Pair(None))
+    }
 }
 
 impl<'de> de::Deserialize<'de> for Headers<'de> {
@@ -398,8 +464,18 @@ impl<'de> de::Deserialize<'de> for Headers<'de> {
                 Ok(Headers::Map(out))
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(Headers::Other("an array"))
+                let mut out = Vec::new();
+                let mut bad = None;
+                while let Some(Pair(p)) = seq.next_element::<Pair<'de>>()? {
+                    match p {
+                        Some(p) if bad.is_none() => out.push(p),
+                        Some(_) => {}
+                        None => {
+                            bad.get_or_insert(out.len());
+                        }
+                    }
+                }
+                Ok(bad.map_or(Headers::List(out), Headers::BadPair))
             }
             fn visit_unit<E>(self) -> Result<Self::Value, E> {
                 Ok(Headers::Null)
@@ -444,26 +520,39 @@ fn optional_bytes(
     }
 }
 
-fn build(
-    ctx: &Ctx<'_>,
-    i: usize,
-    key: Option<Shallow<'_>>,
-    value: Option<Shallow<'_>>,
-    headers: Option<Headers<'_>>,
-    partition: Option<Shallow<'_>>,
-) -> Result<Incoming, HttpError> {
-    let key = optional_bytes(ctx, key, &|| format!("records[{i}].key"))?;
-    let Some(value) = value else {
-        return Err(invalid(format!(
-            "records[{i}]: missing field \"value\" (use null for a tombstone)"
-        )));
-    };
-    let value = optional_bytes(ctx, Some(value), &|| format!("records[{i}].value"))?;
-    let headers = match headers {
+/// `timestamp`: milliseconds since the Unix epoch, 0 or more; absent or
+/// null means the time the request arrived.
+fn timestamp(ctx: &Ctx<'_>, i: usize, v: Option<Shallow<'_>>) -> Result<i64, HttpError> {
+    match v {
+        None | Some(Shallow::Null) => Ok(ctx.timestamp_ms),
+        Some(Shallow::Number(n)) => match n.as_i64().filter(|t| *t >= 0) {
+            Some(t) => Ok(t),
+            None => Err(invalid(format!(
+                "records[{i}].timestamp: expected milliseconds since the Unix epoch (an integer, 0 or more), got {n}"
+            ))),
+        },
+        Some(other) => Err(invalid(format!(
+            "records[{i}].timestamp: expected an integer, got {}",
+            other.type_name()
+        ))),
+    }
+}
+
+/// The headers as stored: the list form as sent; the object form sorted
+/// by name, the last of a repeated name winning (as a JSON object read
+/// whole would have them).
+fn headers(ctx: &Ctx<'_>, i: usize, headers: Option<Headers<'_>>) -> Result<Vec<(String, Option<Bytes>)>, HttpError> {
+    Ok(match headers {
         None | Some(Headers::Null) => Vec::new(),
+        Some(Headers::List(h)) => {
+            let mut out = Vec::with_capacity(h.len());
+            for (j, (name, v)) in h.into_iter().enumerate() {
+                let v = optional_bytes(ctx, Some(v), &|| format!("records[{i}].headers[{j}]"))?;
+                out.push((name.into_owned(), v));
+            }
+            out
+        }
         Some(Headers::Map(mut h)) => {
-            // As a JSON object read whole would have them: sorted by name,
-            // the last of a repeated name winning.
             h.sort_by(|a, b| a.0.cmp(&b.0));
             let mut out: Vec<(String, Option<Bytes>)> = Vec::with_capacity(h.len());
             for (name, v) in h {
@@ -475,12 +564,36 @@ fn build(
             }
             out
         }
-        Some(Headers::Other(t)) => {
+        Some(Headers::BadPair(j)) => {
             return Err(invalid(format!(
-                "records[{i}].headers: expected an object of strings, got {t}"
+                "records[{i}].headers[{j}]: expected a [name, value] pair (a string and a string or null)"
             )))
         }
+        Some(Headers::Other(t)) => {
+            return Err(invalid(format!(
+                "records[{i}].headers: expected an object of strings or a list of [name, value] pairs, got {t}"
+            )))
+        }
+    })
+}
+
+fn build(ctx: &Ctx<'_>, i: usize, f: Fields<'_>) -> Result<Incoming, HttpError> {
+    let Fields {
+        key,
+        value,
+        headers: sent_headers,
+        timestamp: sent_timestamp,
+        partition,
+    } = f;
+    let key = optional_bytes(ctx, key, &|| format!("records[{i}].key"))?;
+    let Some(value) = value else {
+        return Err(invalid(format!(
+            "records[{i}]: missing field \"value\" (use null for a tombstone)"
+        )));
     };
+    let value = optional_bytes(ctx, Some(value), &|| format!("records[{i}].value"))?;
+    let headers = headers(ctx, i, sent_headers)?;
+    let timestamp_ms = timestamp(ctx, i, sent_timestamp)?;
     let partition = match partition {
         None | Some(Shallow::Null) => None,
         Some(Shallow::Number(n)) => match n.as_u64().and_then(|p| u32::try_from(p).ok()) {
@@ -499,7 +612,7 @@ fn build(
         }
     };
     let record = Record {
-        timestamp_ms: ctx.timestamp_ms,
+        timestamp_ms,
         key,
         value,
         headers,
@@ -591,6 +704,78 @@ mod tests {
     }
 
     #[test]
+    fn the_list_form_keeps_every_header_in_order_and_a_timestamp_is_the_clients() {
+        let r = parse(
+            r#"{"records":[{"value":"v","timestamp":1700000000123,"headers":[["b","1"],["a",null],["b","2"]]}]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            r[0].record.headers,
+            vec![
+                ("b".to_string(), Some(Bytes::from_static(b"1"))),
+                ("a".to_string(), None),
+                ("b".to_string(), Some(Bytes::from_static(b"2"))),
+            ]
+        );
+        assert_eq!(r[0].record.timestamp_ms, 1_700_000_000_123);
+        let r = parse(r#"{"records":[{"value":"v","timestamp":null,"headers":[]}]}"#).unwrap();
+        assert_eq!(r[0].record.timestamp_ms, 7, "no timestamp: the arrival time");
+        assert!(r[0].record.headers.is_empty());
+        let b64 = parse_json(
+            &Bytes::from_static(br#"{"records":[{"value":"dg==","headers":[["h","/w=="]]}]}"#),
+            Encoding::Base64,
+            7,
+            LIMITS,
+        )
+        .unwrap();
+        assert_eq!(
+            b64[0].record.headers,
+            vec![("h".to_string(), Some(Bytes::from_static(b"\xff")))]
+        );
+    }
+
+    #[test]
+    fn bad_list_headers_and_timestamps_are_refused_naming_them() {
+        for (body, needle) in [
+            (
+                r#"{"records":[{"value":"v","headers":[["a","1"],["b"]]}]}"#,
+                "records[0].headers[1]: expected a [name, value] pair",
+            ),
+            (
+                r#"{"records":[{"value":"v","headers":[["a","1","x"]]}]}"#,
+                "records[0].headers[0]: expected a [name, value] pair",
+            ),
+            (
+                r#"{"records":[{"value":"v","headers":[[1,"1"]]}]}"#,
+                "records[0].headers[0]: expected a [name, value] pair",
+            ),
+            (
+                r#"{"records":[{"value":"v","headers":["a"]}]}"#,
+                "records[0].headers[0]: expected a [name, value] pair",
+            ),
+            (
+                r#"{"records":[{"value":"v","headers":[["a",5]]}]}"#,
+                "records[0].headers[0]: expected a string or null, got a number",
+            ),
+            (
+                r#"{"records":[{"value":"v","timestamp":-5}]}"#,
+                "records[0].timestamp: expected milliseconds",
+            ),
+            (
+                r#"{"records":[{"value":"v","timestamp":1.5}]}"#,
+                "records[0].timestamp: expected milliseconds",
+            ),
+            (
+                r#"{"records":[{"value":"v","timestamp":"1"}]}"#,
+                "records[0].timestamp: expected an integer, got a string",
+            ),
+        ] {
+            let m = message(body);
+            assert!(m.contains(needle), "{body}: {m}");
+        }
+    }
+
+    #[test]
     fn errors_name_the_record_and_field() {
         for (body, needle) in [
             ("[1]", "body must be an object {\"records\": [...]}, got an array"),
@@ -619,7 +804,7 @@ mod tests {
             ),
             (
                 r#"{"records":[{"value":"v","headers":"h"}]}"#,
-                "records[0].headers: expected an object of strings, got a string",
+                "records[0].headers: expected an object of strings or a list of [name, value] pairs, got a string",
             ),
             (r#"{"records":[{"key":"k"}]}"#, "records[0]: missing field \"value\""),
             (r#"{"records":[{"value":"v","valeu":1}]}"#, "unknown field \"valeu\""),

@@ -54,12 +54,43 @@ fn push_bytes(out: &mut Vec<u8>, b: &[u8], enc: Encoding) -> bool {
     }
 }
 
+/// How a read answer writes a record's headers (`?headers=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HeaderForm {
+    /// `{"name": value}` (the default): sorted by name, a repeated name
+    /// keeping its last value.
+    Object,
+    /// `[["name", value], ...]`: every header, in stored order.
+    List,
+}
+
+/// Every header as `["name", value]`, in order.
+fn push_header_list(out: &mut Vec<u8>, r: &Record, enc: Encoding) {
+    out.push(b'[');
+    for (i, (name, value)) in r.headers.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.push(b'[');
+        push_str(out, name);
+        out.push(b',');
+        match value {
+            None => out.extend_from_slice(b"null"),
+            Some(v) => {
+                push_bytes(out, v, enc);
+            }
+        }
+        out.push(b']');
+    }
+    out.push(b']');
+}
+
 /// A record as JSON: `{"headers", "key", "offset", "timestamp", "value"}`.
 ///
 /// Without `?encoding=base64`, a key, value or set of header values that is
 /// not UTF-8 is written in base64 and flagged with `"key_encoding"`,
 /// `"value_encoding"` or `"headers_encoding": "base64"`.
-pub(crate) fn write_record(out: &mut Vec<u8>, offset: Offset, r: &Record, enc: Encoding) {
+pub(crate) fn write_record(out: &mut Vec<u8>, offset: Offset, r: &Record, enc: Encoding, form: HeaderForm) {
     let header_b64 = enc == Encoding::Utf8
         && r.headers
             .iter()
@@ -67,6 +98,19 @@ pub(crate) fn write_record(out: &mut Vec<u8>, offset: Offset, r: &Record, enc: E
     let header_enc = if header_b64 { Encoding::Base64 } else { enc };
     out.push(b'{');
     push_key(out, "headers");
+    if form == HeaderForm::List {
+        push_header_list(out, r, header_enc);
+    } else {
+        push_header_object(out, r, header_enc);
+    }
+    if header_b64 {
+        out.extend_from_slice(b",\"headers_encoding\":\"base64\"");
+    }
+    write_fields(out, offset, r, enc);
+}
+
+/// `{"name": value}`, sorted by name, the last of a repeated name winning.
+fn push_header_object(out: &mut Vec<u8>, r: &Record, header_enc: Encoding) {
     out.push(b'{');
     // Sorted by name, the last of a repeated name winning (as a JSON object
     // built by inserting each header in turn would have it).
@@ -91,9 +135,10 @@ pub(crate) fn write_record(out: &mut Vec<u8>, offset: Offset, r: &Record, enc: E
         }
     }
     out.push(b'}');
-    if header_b64 {
-        out.extend_from_slice(b",\"headers_encoding\":\"base64\"");
-    }
+}
+
+/// The fields after `headers`, and the record's closing brace.
+fn write_fields(out: &mut Vec<u8>, offset: Offset, r: &Record, enc: Encoding) {
     let field = |out: &mut Vec<u8>, name: &str, value: &Option<Bytes>| {
         out.push(b',');
         push_key(out, name);
@@ -121,9 +166,9 @@ pub(crate) fn write_record(out: &mut Vec<u8>, offset: Offset, r: &Record, enc: E
 }
 
 /// One record's JSON (an SSE event's `data`).
-pub(crate) fn record_text(offset: Offset, r: &Record, enc: Encoding) -> String {
+pub(crate) fn record_text(offset: Offset, r: &Record, enc: Encoding, form: HeaderForm) -> String {
     let mut out = Vec::with_capacity(96 + crate::stream::partition::record_size(r) * 4 / 3);
-    write_record(&mut out, offset, r, enc);
+    write_record(&mut out, offset, r, enc, form);
     String::from_utf8(out).expect("JSON written from str and base64 is UTF-8")
 }
 
@@ -131,7 +176,7 @@ pub(crate) fn record_text(offset: Offset, r: &Record, enc: Encoding) -> String {
 /// `cap` bytes: records that would pass it are left for the next read (and
 /// `next_offset` points at the first of them), except that the first
 /// record is always written.
-pub(crate) fn read_answer(result: &ReadResult, enc: Encoding, cap: usize) -> Bytes {
+pub(crate) fn read_answer(result: &ReadResult, enc: Encoding, form: HeaderForm, cap: usize) -> Bytes {
     let budget = cap.saturating_sub(HEAD_ROOM + TAIL_ROOM);
     let mut out = vec![0u8; HEAD_ROOM];
     out.push(b'[');
@@ -141,7 +186,7 @@ pub(crate) fn read_answer(result: &ReadResult, enc: Encoding, cap: usize) -> Byt
         if i > 0 {
             out.push(b',');
         }
-        write_record(&mut out, *offset, record, enc);
+        write_record(&mut out, *offset, record, enc, form);
         if i > 0 && out.len() - HEAD_ROOM > budget {
             out.truncate(mark);
             next = *offset;
@@ -252,7 +297,11 @@ mod tests {
         for enc in [Encoding::Utf8, Encoding::Base64] {
             for (i, r) in samples().iter().enumerate() {
                 let expected = tree(Offset(i as u64 * 1000), r, enc).to_string();
-                assert_eq!(record_text(Offset(i as u64 * 1000), r, enc), expected, "{enc:?} {r:?}");
+                assert_eq!(
+                    record_text(Offset(i as u64 * 1000), r, enc, HeaderForm::Object),
+                    expected,
+                    "{enc:?} {r:?}"
+                );
             }
         }
     }
@@ -283,9 +332,12 @@ mod tests {
                 "start_offset": r.start_offset.get(),
             })
             .to_string();
-            assert_eq!(&read_answer(&r, enc, usize::MAX)[..], expected.as_bytes());
+            assert_eq!(
+                &read_answer(&r, enc, HeaderForm::Object, usize::MAX)[..],
+                expected.as_bytes()
+            );
         }
-        let empty = read_answer(&result(Vec::new()), Encoding::Utf8, 1);
+        let empty = read_answer(&result(Vec::new()), Encoding::Utf8, HeaderForm::Object, 1);
         assert_eq!(
             &empty[..],
             format!(
@@ -297,16 +349,40 @@ mod tests {
     }
 
     #[test]
+    fn the_list_form_keeps_every_header_in_order() {
+        let r = rec(
+            None,
+            Some(b"x"),
+            &[("d", Some(b"1")), ("c", None), ("d", Some(b"\xff"))],
+        );
+        let v: Value = serde_json::from_str(&record_text(Offset(5), &r, Encoding::Utf8, HeaderForm::List)).unwrap();
+        assert_eq!(v["headers"], json!([["d", "MQ=="], ["c", null], ["d", "/w=="]]));
+        assert_eq!(
+            v["headers_encoding"], "base64",
+            "one header is not UTF-8: all are base64"
+        );
+        let v: Value = serde_json::from_str(&record_text(Offset(5), &r, Encoding::Base64, HeaderForm::List)).unwrap();
+        assert_eq!(v["headers"], json!([["d", "MQ=="], ["c", null], ["d", "/w=="]]));
+        let plain = rec(None, None, &[("b", Some(b"2")), ("a", Some(b"1")), ("b", Some(b"3"))]);
+        let v: Value = serde_json::from_str(&record_text(Offset(5), &plain, Encoding::Utf8, HeaderForm::List)).unwrap();
+        assert_eq!(v["headers"], json!([["b", "2"], ["a", "1"], ["b", "3"]]));
+        assert_eq!(v["value"], Value::Null);
+        let v: Value =
+            serde_json::from_str(&record_text(Offset(5), &plain, Encoding::Utf8, HeaderForm::Object)).unwrap();
+        assert_eq!(v["headers"], json!({"a": "1", "b": "3"}), "the object form as before");
+    }
+
+    #[test]
     fn an_answer_stops_before_the_cap_but_always_has_one_record() {
         let big = |c: u8| rec(None, Some(&vec![c; 1000]), &[]);
         let r = result(vec![big(b'a'), big(b'b'), big(b'c'), big(b'd')]);
         let cap = 2500;
-        let body = read_answer(&r, Encoding::Utf8, cap);
+        let body = read_answer(&r, Encoding::Utf8, HeaderForm::Object, cap);
         assert!(body.len() <= cap, "{}", body.len());
         let v: Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(v["records"].as_array().unwrap().len(), 2);
         assert_eq!(v["next_offset"], 12, "the first record left out is next");
-        let one = read_answer(&r, Encoding::Utf8, 10);
+        let one = read_answer(&r, Encoding::Utf8, HeaderForm::Object, 10);
         let v: Value = serde_json::from_slice(&one).unwrap();
         assert_eq!(
             v["records"].as_array().unwrap().len(),

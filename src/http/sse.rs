@@ -8,8 +8,8 @@
 //! client reconnects with `Last-Event-ID`.
 
 use super::error::{HttpError, HttpResult};
-use super::records::{encoding, params, read_from, Encoding, Params};
-use super::records_out::record_text;
+use super::records::{encoding, header_form, params, read_from, Encoding, Params};
+use super::records_out::{record_text, HeaderForm};
 use super::{checked_partition, Shared};
 use crate::api::{ApiError, ErrorCode, ReadFrom, ReadRequest};
 use crate::batch::Record;
@@ -36,6 +36,7 @@ struct Subscription {
     partition: u32,
     from: ReadFrom,
     enc: Encoding,
+    form: HeaderForm,
     buffered: VecDeque<(Offset, Record)>,
     done: bool,
     /// Whether the subscription itself was forwarded here (then its reads
@@ -72,7 +73,7 @@ impl Subscription {
     async fn next(&mut self) -> Option<Event> {
         loop {
             if let Some((offset, record)) = self.buffered.pop_front() {
-                let data = record_text(offset, &record, self.enc);
+                let data = record_text(offset, &record, self.enc, self.form);
                 return Some(Event::default().id(offset.get().to_string()).event("record").data(data));
             }
             if self.done {
@@ -134,17 +135,71 @@ pub async fn subscribe(
     Path((topic, partition)): Path<(String, String)>,
     query: Result<Query<Params>, QueryRejection>,
     headers: HeaderMap,
-) -> HttpResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
+    uri: axum::http::Uri,
+) -> HttpResult<axum::response::Response> {
+    use axum::response::IntoResponse as _;
     let params = params(query)?;
     let enc = encoding(&params)?;
+    let form = header_form(&params)?;
     let p = checked_partition(&state, &topic, &partition).await?;
     let from = resume_point(&headers, &params)?;
+    let last_event_id = headers.get("last-event-id").and_then(|v| v.to_str().ok());
+    let path = uri.path_and_query().map_or(uri.path(), |p| p.as_str());
+    if let Some(relayed) = state
+        .engine
+        .records
+        .relay_subscription(&topic, p, path, last_event_id)
+        .await
+    {
+        return Ok(relay(state.engine.cluster.clone(), relayed?));
+    }
+    Ok(local(state, topic, p, from, (enc, form)).await?.into_response())
+}
+
+/// The owner's event stream, passed on as it arrives; when live reads end
+/// here (shutdown) it ends with the same `error` event a local one sends.
+fn relay(
+    cluster: std::sync::Arc<dyn crate::api::Cluster>,
+    upstream: crate::api::ByteStream,
+) -> axum::response::Response {
+    use futures::StreamExt as _;
+    let stream = futures::stream::unfold(Some(upstream), move |upstream| {
+        let cluster = cluster.clone();
+        async move {
+            let mut upstream = upstream?;
+            tokio::select! {
+                next = upstream.next() => next.map(|chunk| (chunk, Some(upstream))),
+                _ = cluster.live_reads_ended() => {
+                    let e = ApiError::unavailable("the node is shutting down; reconnect with Last-Event-ID");
+                    let data = json!({ "code": e.code.as_str(), "message": e.message, "retryable": true });
+                    let event = format!("event: error\ndata: {data}\n\n");
+                    Some((Ok(axum::body::Bytes::from(event)), None))
+                }
+            }
+        }
+    });
+    axum::response::Response::builder()
+        .header(axum::http::header::CONTENT_TYPE, "text/event-stream")
+        .header(axum::http::header::CACHE_CONTROL, "no-cache")
+        .body(axum::body::Body::from_stream(stream))
+        .expect("a valid response")
+}
+
+/// A subscription served from this node's reads.
+async fn local(
+    state: Shared,
+    topic: String,
+    p: u32,
+    from: ReadFrom,
+    (enc, form): (Encoding, HeaderForm),
+) -> HttpResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
     let mut sub = Subscription {
         state,
         topic,
         partition: p,
         from,
         enc,
+        form,
         buffered: VecDeque::new(),
         done: false,
         forwarded: crate::api::is_forwarded(),

@@ -8,7 +8,7 @@
 //! | capability | call | needs |
 //! | --- | --- | --- |
 //! | records | append, append_batch, append_durable | `write` |
-//! | records | read, read_batches, leader_epoch_end | `read` |
+//! | records | read, read_batches, leader_epoch_end, relay_subscription | `read` |
 //! | topics | describe_topic(_current), partitions(_current), list_topics (filtered) | any op on the topic |
 //! | topics | create_topic (incl. auto-create), delete_topic, add_partitions, alter_topic_config | `admin` |
 //! | group offsets | commit_offsets, committed_offsets (filtered) | `read` |
@@ -131,6 +131,20 @@ impl Records for Scoped<dyn Records> {
     ) -> ApiResult<BatchRead> {
         self.need(Op::Read, topic)?;
         self.inner.read_batches(topic, partition, from, max_bytes, wait).await
+    }
+    async fn relay_subscription(
+        &self,
+        topic: &str,
+        partition: u32,
+        path_and_query: &str,
+        last_event_id: Option<&str>,
+    ) -> Option<ApiResult<crate::api::ByteStream>> {
+        if let Err(e) = self.need(Op::Read, topic) {
+            return Some(Err(e));
+        }
+        self.inner
+            .relay_subscription(topic, partition, path_and_query, last_event_id)
+            .await
     }
     async fn leader_epoch_end(&self, topic: &str, partition: u32, epoch: StreamEpoch) -> ApiResult<Offset> {
         self.need(Op::Read, topic)?;
@@ -347,6 +361,12 @@ mod tests {
             s.records.read_batches("theirs", 0, Offset(0), 1, Duration::ZERO).await
         ));
         assert!(forbidden(s.records.leader_epoch_end("theirs", 0, StreamEpoch(1)).await));
+        let relayed = s.records.relay_subscription("theirs", 0, "/", None).await;
+        assert!(matches!(relayed, Some(Err(e)) if e.code == ErrorCode::Forbidden));
+        assert!(
+            s.records.relay_subscription("mine", 0, "/", None).await.is_none(),
+            "served here"
+        );
         assert_eq!(
             node.records.read("theirs", 0, read_req()).await.unwrap().records.len(),
             0

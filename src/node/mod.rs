@@ -12,11 +12,11 @@
 mod control;
 mod engine;
 pub mod flusher;
-pub mod forward;
 mod handoff;
 mod heartbeat;
-pub mod peer;
+pub use crate::route::peer;
 mod reconcile;
+mod routing;
 mod shutdown;
 
 use crate::clock::SharedClock;
@@ -91,7 +91,7 @@ pub struct Node {
     pub reader: ChunkReader,
     /// Every reading of time on this node goes through it.
     pub clock: SharedClock,
-    forwarder: forward::Forwarder,
+    forwarder: crate::route::Forwarder,
     /// Proves this node's forwarded requests to its peers, and theirs to it.
     pub(crate) peer: Arc<peer::PeerKey>,
     /// Checks tokens against this node's view (`--auth on`).
@@ -167,7 +167,7 @@ impl Node {
         let node = Arc::new(Node {
             budget: Arc::new(Budget::new(config.max_buffered_bytes)),
             reader: ChunkReader::new(backends.data.clone(), config.read_cache_bytes),
-            forwarder: forward::Forwarder::new(config.tls.as_ref(), peer.clone()),
+            forwarder: crate::route::Forwarder::new(config.tls.as_ref(), peer.clone()),
             peer,
             auth: crate::auth::Auth::new(config.admin_token.as_ref(), crate::auth::clock_from(clock.clone())),
             clock,

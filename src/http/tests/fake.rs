@@ -331,6 +331,16 @@ impl Records for FakeEngine {
         Err(unsupported("raw batch appends"))
     }
 
+    async fn relay_subscription(
+        &self,
+        _topic: &str,
+        _partition: u32,
+        _path_and_query: &str,
+        _last_event_id: Option<&str>,
+    ) -> Option<ApiResult<crate::api::ByteStream>> {
+        None // one node: every subscription is served here
+    }
+
     async fn read_batches(
         &self,
         _topic: &str,

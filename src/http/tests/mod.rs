@@ -278,6 +278,68 @@ async fn base64_encoding_applies_to_keys_values_and_headers() {
 }
 
 #[tokio::test]
+async fn client_timestamps_and_list_headers_are_stored_and_read_back_as_sent() {
+    let h = Harness::with_topic("t", 1).await;
+    let body = json!({ "records": [{
+        "value": "v",
+        "timestamp": 1_234_567,
+        "headers": [["b", "1"], ["a", null], ["b", "2"]],
+    }, { "value": "w", "headers": {"b": "1", "a": "x"} }]});
+    let r = h.post("/v1/topics/t/partitions/0/records", body).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    let stored = h.engine.records("t", 0);
+    assert_eq!(stored[0].timestamp_ms, 1_234_567);
+    let names: Vec<&str> = stored[0].headers.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["b", "a", "b"], "order and repeats kept");
+    assert_ne!(stored[1].timestamp_ms, 1_234_567, "no timestamp: the arrival time");
+
+    let r = h.get("/v1/topics/t/partitions/0/records?headers=list").await;
+    assert_eq!(
+        r.body["records"][0]["headers"],
+        json!([["b", "1"], ["a", null], ["b", "2"]])
+    );
+    assert_eq!(r.body["records"][0]["timestamp"], 1_234_567);
+    assert_eq!(
+        r.body["records"][1]["headers"],
+        json!([["a", "x"], ["b", "1"]]),
+        "the object form, sorted"
+    );
+    let r = h.get("/v1/topics/t/partitions/0/records").await;
+    assert_eq!(
+        r.body["records"][0]["headers"],
+        json!({"a": null, "b": "2"}),
+        "the default object form"
+    );
+    h.get("/v1/topics/t/partitions/0/records?headers=map")
+        .await
+        .assert_error(400, "invalid_request");
+}
+
+#[tokio::test]
+async fn internal_routes_refuse_a_caller_that_is_not_a_peer() {
+    let h = Harness::with_topic("t", 1).await;
+    let batch = crate::batch::encode_batch(
+        crate::ids::Offset(0),
+        &[crate::batch::Record {
+            timestamp_ms: 1,
+            key: None,
+            value: None,
+            headers: vec![],
+        }],
+    );
+    let req = Request::post("/internal/v1/topics/t/partitions/0/batch")
+        .header("sluice-forwarded", "1")
+        .header("sluice-peer", "a guess")
+        .body(Body::from(batch))
+        .unwrap();
+    h.send(req).await.assert_error(403, "forbidden");
+    h.get("/internal/v1/topics/t/partitions/0/batches?from=0")
+        .await
+        .assert_error(403, "forbidden");
+    assert!(h.engine.records("t", 0).is_empty(), "nothing appended");
+}
+
+#[tokio::test]
 async fn per_partition_appends_report_the_base_offset() {
     let h = Harness::with_topic("t", 2).await;
     let r = h.post("/v1/topics/t/partitions/1/records", records(&["a", "b"])).await;

@@ -10,7 +10,8 @@
 //! - `cluster`: readiness, members, transfer and drain, catching up.
 //!
 //! This file holds what they share: finding a stream, why it is not
-//! served here, where to forward, and the checks before proposing.
+//! served here, and the checks before proposing (where to forward is
+//! `crate::route`'s decision, asked through `node/routing.rs`).
 
 mod cluster;
 mod group_offsets;
@@ -142,21 +143,6 @@ impl Node {
             Some(StreamState::Deleted) | None => format!("stream {stream} was deleted"),
         };
         ApiError::unavailable(why)
-    }
-
-    /// The advertised HTTP address of the live owner of `stream`, if that is
-    /// another node and this request may be forwarded.
-    fn forward_target(&self, stream: StreamId) -> Option<String> {
-        if is_forwarded() {
-            return None; // one hop only
-        }
-        let view = self.meta.view();
-        match &view.streams.get(&stream)?.state {
-            StreamState::Open { node, node_epoch } if node != &self.id && view.is_live(node, *node_epoch) => {
-                Some(view.nodes[node].http_addr.clone())
-            }
-            _ => None,
-        }
     }
 
     fn check_serving(&self) -> ApiResult<()> {

@@ -1,5 +1,6 @@
 //! [`Records`] for [`Node`]: appends (plain, Kafka batches, Durable Streams
-//! writes) go to the stream this node owns (or are forwarded to its owner), reads come from the committed chunks in the
+//! writes) go to the stream this node owns (or are forwarded to its owner
+//! through `crate::route`), reads come from the committed chunks in the
 //! object store and the local tail.
 
 use super::super::{Node, Phase};
@@ -176,14 +177,8 @@ impl Records for Node {
             return Err(ApiError::unavailable(format!("node is {}", self.phase().as_str())));
         }
         let Some(s) = self.open_stream_soon(stream).await else {
-            return match self.forward_target(stream) {
-                Some(addr) => {
-                    self.forwarder
-                        .append(&addr, self.meta.applied().0, topic, partition, &records)
-                        .await
-                }
-                None => Err(self.not_here(stream)),
-            };
+            let routed = self.router().append(self, stream, topic, partition, &records).await;
+            return routed.unwrap_or_else(|| Err(self.not_here(stream)));
         };
         let started = tokio::time::Instant::now();
         let result = s.append(&self.wal, &records).await;
@@ -210,15 +205,10 @@ impl Records for Node {
             return Err(ApiError::unavailable(format!("node is {}", self.phase().as_str())));
         }
         let Some(s) = self.open_stream_soon(stream).await else {
-            return match self.forward_target(stream) {
-                Some(addr) => {
-                    let applied = self.meta.applied().0;
-                    (self.forwarder)
-                        .append_durable(&addr, applied, topic, partition, &write, &records)
-                        .await
-                }
-                None => Err(self.not_here(stream)),
-            };
+            let routed = (self.router())
+                .append_durable(self, stream, topic, partition, &write, &records)
+                .await;
+            return routed.unwrap_or_else(|| Err(self.not_here(stream)));
         };
         let result = s.append_durable(&self.wal, &write, &records).await;
         if let Ok(DsAppend::Stored { count, .. }) = &result {
@@ -248,11 +238,12 @@ impl Records for Node {
             ..req
         };
         if self.open_stream(stream).is_none() {
-            if let Some(addr) = self.forward_target(stream) {
-                return tokio::select! {
-                    r = self.forwarder.read(&addr, self.meta.applied().0, topic, partition, &req) => r,
-                    _ = self.live_reads_ended() => Err(ApiError::unavailable("node is shutting down")),
-                };
+            let routed = tokio::select! {
+                r = self.router().read(self, stream, topic, partition, &req) => r,
+                _ = self.live_reads_ended() => Some(Err(ApiError::unavailable("node is shutting down"))),
+            };
+            if let Some(r) = routed {
+                return r;
             }
         }
         let (first, at_end) = self.read_once(stream, req.from, &req).await?;
@@ -292,7 +283,13 @@ impl Records for Node {
         if self.phase() != Phase::Ready {
             return Err(ApiError::unavailable(format!("node is {}", self.phase().as_str())));
         }
-        let s = self.open_stream(stream).ok_or_else(|| self.not_here(stream))?;
+        // Forwarded by a node that may see the stream placed here first.
+        let open = if is_forwarded() {
+            self.open_stream_soon(stream).await
+        } else {
+            self.open_stream(stream)
+        };
+        let s = open.ok_or_else(|| self.not_here(stream))?;
         let started = tokio::time::Instant::now();
         let result = s.append_batch(&self.wal, &batch).await;
         let outcome = if result.is_ok() { "ok" } else { "error" };
@@ -338,6 +335,20 @@ impl Records for Node {
             _ = self.live_reads_ended() => return Err(ApiError::unavailable("node is shutting down")),
         }
         self.read_batches_once(stream, from, max_bytes).await
+    }
+
+    async fn relay_subscription(
+        &self,
+        topic: &str,
+        partition: u32,
+        path_and_query: &str,
+        last_event_id: Option<&str>,
+    ) -> Option<ApiResult<ByteStream>> {
+        let stream = self.resolve(topic, partition).ok()?;
+        if self.open_stream(stream).is_some() {
+            return None;
+        }
+        self.router().relay(self, stream, path_and_query, last_event_id).await
     }
 
     async fn leader_epoch_end(&self, topic: &str, partition: u32, epoch: StreamEpoch) -> ApiResult<Offset> {
