@@ -352,9 +352,16 @@ async fn serve_probe(stream: Stream, router: axum::Router, peer: std::net::Socke
             let e = crate::api::ApiError::unavailable(
                 "the node is at --max-connections; on a connection past the cap only /health and /ready are answered",
             );
-            Ok(axum::response::IntoResponse::into_response(
-                crate::http::error::HttpError(e),
-            ))
+            // The front door's 503: the public error body and `Retry-After`.
+            let mut resp = axum::response::IntoResponse::into_response((
+                axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                axum::Json(e.body()),
+            ));
+            resp.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from_static("1"),
+            );
+            Ok(resp)
         }
     });
     let conn = builder.serve_connection(hyper_util::rt::TokioIo::new(stream), service);

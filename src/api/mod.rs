@@ -152,6 +152,20 @@ pub struct ApiError {
 }
 
 impl ApiError {
+    /// The public error body every front door answers with over HTTP:
+    /// `{"error": {"code", "message", "retryable", "start_offset"?}}`.
+    pub fn body(&self) -> serde_json::Value {
+        let mut inner = serde_json::json!({
+            "code": self.code.as_str(),
+            "message": self.message,
+            "retryable": self.code.retryable(),
+        });
+        if let Some(start) = self.start_offset {
+            inner["start_offset"] = serde_json::json!(start.get());
+        }
+        serde_json::json!({ "error": inner })
+    }
+
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         Self {
             code,

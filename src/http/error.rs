@@ -5,7 +5,6 @@ use crate::api::{ApiError, ErrorCode};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde_json::json;
 
 /// An [`ApiError`] on its way out of a handler.
 #[derive(Debug)]
@@ -48,23 +47,10 @@ pub fn status_for(code: ErrorCode) -> StatusCode {
     }
 }
 
-/// The JSON body of an error, shared by responses and SSE `error` events.
-pub fn error_body(e: &ApiError) -> serde_json::Value {
-    let mut inner = json!({
-        "code": e.code.as_str(),
-        "message": e.message,
-        "retryable": e.code.retryable(),
-    });
-    if let Some(start) = e.start_offset {
-        inner["start_offset"] = json!(start.get());
-    }
-    json!({ "error": inner })
-}
-
 impl IntoResponse for HttpError {
     fn into_response(self) -> Response {
         let status = status_for(self.0.code);
-        let mut resp = (status, Json(error_body(&self.0))).into_response();
+        let mut resp = (status, Json(self.0.body())).into_response();
         if matches!(status, StatusCode::SERVICE_UNAVAILABLE | StatusCode::TOO_MANY_REQUESTS) {
             resp.headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
@@ -118,7 +104,7 @@ mod tests {
 
         let mut e = ApiError::new(ErrorCode::OffsetOutOfRange, "below start");
         e.start_offset = Some(Offset(7));
-        let body = error_body(&e);
+        let body = e.body();
         assert_eq!(body["error"]["start_offset"], 7);
         assert_eq!(body["error"]["code"], "offset_out_of_range");
         assert_eq!(body["error"]["retryable"], false);
