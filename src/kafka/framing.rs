@@ -20,8 +20,9 @@
 //! and given back when the frame's response has been written (dropping its
 //! [`Held`]). A connection whose next frame does not fit waits for budget
 //! without reading on, so its client is held back by TCP flow control
-//! rather than by the node's memory. Even with budget granted, the body's
-//! buffer grows only as bytes arrive: a claim is never allocated up front.
+//! rather than by the node's memory. Once granted, the body's buffer is
+//! allocated at the frame's length in one piece (no copies while it fills);
+//! its pages become resident only as bytes arrive.
 
 use super::header::HEADER_MIN;
 use super::wire::DecodeError;
@@ -263,16 +264,17 @@ fn check_len(len: i32, cap: FrameCap) -> Result<usize, ConnError> {
     }
 }
 
-/// First allocation for a body; it then doubles as bytes arrive, never
-/// past the frame's length.
-const FIRST_ALLOCATION: usize = 64 * 1024;
-
+/// Read a body of `want` bytes, already reserved from the budgets.
+///
+/// The buffer is allocated once at its final size: the reservation has
+/// already counted those bytes, the pages of an allocation this large only
+/// become resident as bytes are written into them, and growing by doubling
+/// instead would copy at each step (glibc serves allocations under its
+/// dynamic mmap threshold from the heap, where `realloc` copies), briefly
+/// holding the old and the new buffer — half again over the budget.
 async fn read_body<R: AsyncRead + Unpin>(r: &mut R, want: usize) -> Result<Bytes, ConnError> {
-    let mut body = Vec::with_capacity(want.min(FIRST_ALLOCATION));
+    let mut body = Vec::with_capacity(want);
     while body.len() < want {
-        if body.len() == body.capacity() {
-            body.reserve_exact(body.capacity().min(want - body.len()));
-        }
         let left = (want - body.len()) as u64;
         if (&mut *r).take(left).read_buf(&mut body).await? == 0 {
             return Err(ConnError::Truncated { got: body.len(), want });
