@@ -443,6 +443,26 @@ pub fn decode_records(object: &str, batch: &[u8]) -> Result<Vec<(Offset, Record)
     Ok(out)
 }
 
+/// The first record of an uncompressed batch, without decoding the others
+/// (`None` for an empty or a compressed batch). The batch is checked as
+/// [`decode_records`] checks it before its first record is read.
+pub fn first_record(object: &str, batch: &[u8]) -> Result<Option<Record>> {
+    let mut c = Cursor::new(object, batch);
+    let header = parse_header(&mut c)?;
+    let info = header.info;
+    if info.compression != codec::NONE || info.record_count == 0 {
+        return Ok(None);
+    }
+    let records_at = c.position();
+    let area = c.bytes(info.batch_len - BATCH_HEADER_LEN)?;
+    let mut rc = Cursor::at(object, area, records_at);
+    let mut record = decode_record(&mut rc, 0, info.first_timestamp)?;
+    if header.attributes & TIMESTAMP_TYPE_LOG_APPEND != 0 {
+        record.timestamp_ms = info.max_timestamp;
+    }
+    Ok(Some(record))
+}
+
 /// Decodes the length-prefixed record at the cursor, which must be the
 /// `index`th of its batch.
 fn decode_record(c: &mut Cursor<'_>, index: u32, base_timestamp: i64) -> Result<Record> {
@@ -624,6 +644,20 @@ mod tests {
 
     fn hex(b: &[u8]) -> String {
         b.iter().map(|x| format!("{x:02x}")).collect()
+    }
+
+    #[test]
+    fn first_record_is_the_first_of_decode_records_and_nothing_when_compressed() {
+        let records = sample_records();
+        let batch = encode_batch(Offset(7), &records);
+        let all = decode_records("b", &batch).unwrap();
+        assert_eq!(first_record("b", &batch).unwrap(), Some(all[0].1.clone()));
+        let compressed = compress_batch(&batch, codec::GZIP);
+        assert_eq!(first_record("b", &compressed).unwrap(), None);
+        let mut corrupt = batch.to_vec();
+        let last = corrupt.len() - 1;
+        corrupt[last] ^= 1;
+        assert!(first_record("b", &corrupt).is_err(), "the CRC is checked");
     }
 
     #[test]

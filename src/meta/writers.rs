@@ -11,7 +11,7 @@
 //! with the chunk, and a WAL takeover reads them back from the replayed
 //! batches ([`WriterTable::of_batch`]).
 
-use crate::batch::{decode_records, parse_batch, Record};
+use crate::batch::{first_record, parse_batch, Record};
 use crate::ids::Offset;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -233,9 +233,9 @@ impl WriterTable {
         if info.compression != 0 || info.producer_id >= 0 {
             return None;
         }
-        let records = decode_records("replayed batch", &batch[..info.batch_len]).ok()?;
-        let (_, first) = records.first()?;
-        let write = read_mark(first)?;
+        // The mark is on the first record: the others are not decoded.
+        let first = first_record("replayed batch", &batch[..info.batch_len]).ok()??;
+        let write = read_mark(&first)?;
         Some(WriterMark {
             write,
             end: info.end_offset(),
