@@ -38,4 +38,9 @@ pub trait Cluster: Send + Sync + 'static {
     /// Whether `presented` is the credential of a node of this cluster, so a
     /// request carrying it may be served as forwarded.
     fn is_peer(&self, presented: &str) -> bool;
+
+    /// Whether this node has loaded the cluster's peer key. Until it has
+    /// (its store unreachable since it started), it can verify no peer, and
+    /// a node-to-node call to it is answered as retryable, not forbidden.
+    fn peer_key_loaded(&self) -> bool;
 }

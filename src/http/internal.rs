@@ -33,13 +33,22 @@ pub(crate) fn router(state: Shared) -> Router {
             wire::READ_ROUTE,
             get(read).route_layer(guarded(Policy::Topic(Op::Read))),
         )
-        .layer(axum::middleware::from_fn(peers_only))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), peers_only))
         .with_state(state)
 }
 
-/// Refuses a request that is not a forwarded one from a peer.
-async fn peers_only(req: Request, next: Next) -> Response {
+/// Refuses a request that is not a forwarded one from a peer: 403, or the
+/// retryable 503 while this node has not loaded the peer key it would
+/// check the credential against (it restarted with its store unreachable).
+async fn peers_only(State(state): State<Shared>, req: Request, next: Next) -> Response {
     if !crate::api::is_forwarded() {
+        if req.headers().contains_key(crate::api::PEER_HEADER) && !state.engine.cluster.peer_key_loaded() {
+            return HttpError::new(
+                ErrorCode::Unavailable,
+                "this node has not loaded the cluster's peer key yet (its object store has not answered)",
+            )
+            .into_response();
+        }
         crate::telemetry::count("sluice_internal_refused_total", &[]);
         return HttpError::new(
             ErrorCode::Forbidden,

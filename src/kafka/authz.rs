@@ -286,6 +286,9 @@ impl Cluster for Scoped<dyn Cluster> {
     fn is_peer(&self, _presented: &str) -> bool {
         false
     }
+    fn peer_key_loaded(&self) -> bool {
+        self.inner.peer_key_loaded()
+    }
 }
 
 #[cfg(test)]

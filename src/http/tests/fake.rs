@@ -418,6 +418,10 @@ impl Cluster for FakeEngine {
         presented == PEER
     }
 
+    fn peer_key_loaded(&self) -> bool {
+        true
+    }
+
     async fn catch_up_to(&self, index: u64) -> bool {
         self.caught_up_to.lock().unwrap().push(index);
         index <= self.applied.load(Ordering::Relaxed)

@@ -127,6 +127,10 @@ impl Cluster for Node {
         self.peer.verify(presented)
     }
 
+    fn peer_key_loaded(&self) -> bool {
+        self.peer.credential().is_some()
+    }
+
     async fn catch_up_to(&self, index: u64) -> bool {
         const WAIT: std::time::Duration = std::time::Duration::from_secs(1);
         let want = crate::ids::LogIndex(index);
