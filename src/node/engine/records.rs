@@ -158,6 +158,27 @@ impl Node {
         count_read("batches", out.batches.len(), out.batches.iter().map(|b| b.len()).sum());
         Ok(out)
     }
+
+    /// The stream once this node has it open, waiting for the view to open
+    /// it here (a stream being placed or moved can only grow once it is);
+    /// `None` at `deadline`, an error when live reads end (shutdown).
+    async fn open_here_by(
+        &self,
+        stream: StreamId,
+        deadline: tokio::time::Instant,
+    ) -> ApiResult<Option<std::sync::Arc<crate::stream::partition::OpenStream>>> {
+        loop {
+            let mut applied = self.meta.subscribe();
+            if let Some(s) = self.open_stream(stream) {
+                return Ok(Some(s));
+            }
+            tokio::select! {
+                _ = applied.changed() => {}
+                _ = tokio::time::sleep_until(deadline) => return Ok(None),
+                _ = self.live_reads_ended() => return Err(ApiError::unavailable("node is shutting down")),
+            }
+        }
+    }
 }
 
 /// Reads served from this node's streams (forwarded reads count on the
@@ -254,18 +275,8 @@ impl Records for Node {
         // run out, or live reads to end.
         let from = ReadFrom::At(first.next_offset);
         let deadline = tokio::time::Instant::now() + req.wait.min(self.config.max_wait);
-        // A stream that is not open here (closed, being placed) can only
-        // grow once it is opened: wait for the view to open it here.
-        let s = loop {
-            let mut applied = self.meta.subscribe();
-            if let Some(s) = self.open_stream(stream) {
-                break s;
-            }
-            tokio::select! {
-                _ = applied.changed() => {}
-                _ = tokio::time::sleep_until(deadline) => return Ok(first),
-                _ = self.live_reads_ended() => return Err(ApiError::unavailable("node is shutting down")),
-            }
+        let Some(s) = self.open_here_by(stream, deadline).await? else {
+            return Ok(first);
         };
         let mut hw = s.watch_high_watermark();
         let target = first.next_offset;
@@ -317,16 +328,8 @@ impl Records for Node {
             return Ok(first);
         }
         let deadline = tokio::time::Instant::now() + wait.min(self.config.max_wait);
-        let s = loop {
-            let mut applied = self.meta.subscribe();
-            if let Some(s) = self.open_stream(stream) {
-                break s;
-            }
-            tokio::select! {
-                _ = applied.changed() => {}
-                _ = tokio::time::sleep_until(deadline) => return Ok(first),
-                _ = self.live_reads_ended() => return Err(ApiError::unavailable("node is shutting down")),
-            }
+        let Some(s) = self.open_here_by(stream, deadline).await? else {
+            return Ok(first);
         };
         let mut hw = s.watch_high_watermark();
         tokio::select! {
