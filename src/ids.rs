@@ -121,6 +121,52 @@ impl fmt::Display for NodeId {
     }
 }
 
+/// A topic's Kafka topic id: 16 bytes, stable for the topic's life and
+/// different for a topic re-created under the same name. Derived from the
+/// topic's [`TopicId`] (never reused) and name, so every node computes the
+/// same id from its view of the metadata log without a field in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct TopicUuid(pub [u8; 16]);
+
+impl TopicUuid {
+    /// The all-zero id Kafka reads as "no id".
+    pub const ZERO: TopicUuid = TopicUuid([0; 16]);
+
+    pub fn derive(id: TopicId, name: &str) -> Self {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        h.update(b"sluice topic id\0");
+        h.update(id.0.to_be_bytes());
+        h.update(name.as_bytes());
+        let digest = h.finalize();
+        let mut b = [0u8; 16];
+        b.copy_from_slice(&digest[..16]);
+        // A random-style (version 4, RFC 4122 variant) UUID, never zero and
+        // never Kafka's reserved metadata-topic id (0...01).
+        b[6] = (b[6] & 0x0f) | 0x40;
+        b[8] = (b[8] & 0x3f) | 0x80;
+        TopicUuid(b)
+    }
+
+    pub fn is_zero(&self) -> bool {
+        self.0 == [0; 16]
+    }
+}
+
+/// Kafka prints topic ids as URL-safe base64 without padding.
+impl fmt::Display for TopicUuid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use base64::Engine;
+        f.write_str(&base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(self.0))
+    }
+}
+
+impl Serialize for TopicUuid {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
 /// One partition of one topic: the unit of ordering, ownership and movement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
 pub struct StreamId {
@@ -165,5 +211,16 @@ mod tests {
         assert_eq!(Offset(10).since(Offset(4)), 6);
         assert_eq!(Offset(4).since(Offset(10)), 0);
         assert_eq!(Offset(4).plus(3), Offset(7));
+    }
+
+    #[test]
+    fn topic_uuids_are_stable_per_topic_and_differ_for_a_recreated_name() {
+        let a = TopicUuid::derive(TopicId(1), "orders");
+        assert_eq!(a, TopicUuid::derive(TopicId(1), "orders"));
+        assert_ne!(a, TopicUuid::derive(TopicId(2), "orders"), "re-created");
+        assert_ne!(a, TopicUuid::derive(TopicId(1), "order"));
+        assert!(!a.is_zero());
+        assert_eq!(a.0[6] >> 4, 4, "version 4");
+        assert_eq!(a.to_string().len(), 22, "Kafka's unpadded base64");
     }
 }

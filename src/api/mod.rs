@@ -41,7 +41,7 @@ pub use tokens::Tokens;
 pub use topics::Topics;
 
 use crate::batch::Record;
-use crate::ids::{NodeEpoch, Offset, StreamEpoch};
+use crate::ids::{NodeEpoch, Offset, StreamEpoch, TopicUuid};
 use crate::meta::TopicConfig;
 use serde::Serialize;
 use std::time::Duration;
@@ -198,6 +198,8 @@ pub type ApiResult<T> = Result<T, ApiError>;
 pub struct TopicSummary {
     pub name: String,
     pub partitions: u32,
+    /// The Kafka topic id ([`TopicUuid::derive`]).
+    pub topic_id: TopicUuid,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -215,6 +217,7 @@ pub struct PartitionInfo {
 pub struct TopicDescription {
     pub name: String,
     pub partitions: u32,
+    pub topic_id: TopicUuid,
     pub config: TopicConfig,
     pub partition_info: Vec<PartitionInfo>,
 }

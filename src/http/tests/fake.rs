@@ -8,7 +8,7 @@
 use crate::api::*;
 use crate::auth::{AuthFailure, IssuedToken, NewToken, Principal, TokenInfo};
 use crate::batch::Record;
-use crate::ids::{NodeEpoch, Offset, StreamEpoch};
+use crate::ids::{NodeEpoch, Offset, StreamEpoch, TopicId, TopicUuid};
 use crate::meta::view::validate_topic_name;
 use crate::meta::{ConfigUpdate, TopicConfig};
 use async_trait::async_trait;
@@ -184,6 +184,7 @@ impl Topics for FakeEngine {
         Ok(TopicSummary {
             name: name.to_string(),
             partitions,
+            topic_id: TopicUuid::derive(TopicId(0), name),
         })
     }
 
@@ -194,6 +195,7 @@ impl Topics for FakeEngine {
             .map(|(name, t)| TopicSummary {
                 name: name.clone(),
                 partitions: t.partitions.len() as u32,
+                topic_id: TopicUuid::derive(TopicId(0), name),
             })
             .collect()
     }
@@ -222,6 +224,7 @@ impl Topics for FakeEngine {
         Ok(TopicDescription {
             name: name.to_string(),
             partitions: t.partitions.len() as u32,
+            topic_id: TopicUuid::derive(TopicId(0), name),
             config: t.config.clone(),
             partition_info,
         })

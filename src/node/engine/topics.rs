@@ -5,6 +5,7 @@ use super::super::Node;
 use super::meta_error;
 use crate::api::*;
 use crate::meta::{Command, ConfigUpdate, Outcome, Rejection, StreamState, TopicConfig};
+use crate::ids::TopicUuid;
 use async_trait::async_trait;
 
 #[async_trait]
@@ -30,9 +31,10 @@ impl Topics for Node {
             config,
         };
         match self.meta.propose(cmd).await.map_err(meta_error)? {
-            Outcome::TopicCreated(_) => Ok(TopicSummary {
+            Outcome::TopicCreated(id) => Ok(TopicSummary {
                 name: name.to_string(),
                 partitions,
+                topic_id: TopicUuid::derive(id, name),
             }),
             Outcome::Rejected(Rejection::TopicExists(n)) => Err(ApiError::new(
                 ErrorCode::TopicExists,
@@ -55,6 +57,7 @@ impl Topics for Node {
             .map(|(name, t)| TopicSummary {
                 name: name.clone(),
                 partitions: t.partitions,
+                topic_id: TopicUuid::derive(t.id, name),
             })
             .collect()
     }
@@ -86,6 +89,7 @@ impl Topics for Node {
         Ok(TopicDescription {
             name: name.to_string(),
             partitions: t.partitions,
+            topic_id: TopicUuid::derive(t.id, name),
             config: t.config.clone(),
             partition_info,
         })
