@@ -122,7 +122,6 @@ pub(super) async fn request(
         }
         DESCRIBE_CLUSTER => {
             let req = decode_describe_cluster(r, version)?;
-            w.no_tagged_fields(); // response header v1
             encode_describe_cluster(w, version, &describe_cluster(engine, req));
         }
         _ => unreachable!("is_admin_api() admits only the keys above"),

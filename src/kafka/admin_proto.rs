@@ -463,8 +463,7 @@ pub struct DescribeClusterResponse {
     pub brokers: Vec<Broker>,
 }
 
-/// The body of a DescribeCluster response (the response header v1's
-/// tagged fields are the caller's).
+/// The body of a DescribeCluster response.
 pub fn encode_describe_cluster(w: &mut Writer, version: i16, resp: &DescribeClusterResponse) {
     w.i32(0); // throttle_time_ms
     w.i16(resp.error_code);

@@ -532,6 +532,9 @@ async fn handle_with(
     }
     let mut r = Reader::new(frame);
     let header = decode_header(&mut r)?;
+    if header::flexible_response(key, version) {
+        w.no_tagged_fields(); // response header v1
+    }
     match key {
         API_VERSIONS => {
             decode_api_versions(&mut r, version)?;

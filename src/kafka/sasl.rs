@@ -180,9 +180,6 @@ impl Session {
                 Err(f) => (SASL_AUTHENTICATION_FAILED, Some(f.public_message())),
             }
         };
-        if version >= 2 {
-            w.no_tagged_fields(); // response header v1
-        }
         w.i16(error);
         if version >= 2 {
             w.compact_nullable_string(message);
