@@ -61,7 +61,10 @@ mod tests {
         assert!(!flexible_response(FETCH, 11) && flexible_response(FETCH, 12));
         assert!(flexible_request(METADATA, 9));
         assert!(flexible_request(API_VERSIONS, 3));
-        assert!(!flexible_response(API_VERSIONS, 3), "ApiVersions answers with header v0");
+        assert!(
+            !flexible_response(API_VERSIONS, 3),
+            "ApiVersions answers with header v0"
+        );
         assert!(!flexible_request(-7, 0) && !flexible_response(9_999, 0), "unknown keys");
     }
 }

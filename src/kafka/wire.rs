@@ -335,6 +335,25 @@ impl Writer {
     pub fn no_tagged_fields(&mut self) {
         self.uvarint(0);
     }
+
+    /// A response body encoded by `kafka-protocol`'s generated code at
+    /// `version`. It fails only for a value the version cannot carry (a
+    /// string over 32 KiB, a field the version lacks set to a non-default);
+    /// then nothing is written and the caller closes the connection, as
+    /// for a request that does not decode.
+    pub fn message<M: kafka_protocol::protocol::Encodable>(&mut self, m: &M, version: i16) -> DecodeResult<()> {
+        let mut out = BytesMut::new();
+        match m.encode(&mut out, version) {
+            Ok(()) => {
+                self.buf.put_slice(&out);
+                Ok(())
+            }
+            Err(e) => Err(DecodeError {
+                at: 0,
+                message: format!("response not encodable at v{version}: {e}"),
+            }),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -361,6 +380,32 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn generated_messages_are_written_at_their_version() {
+        use kafka_protocol::messages::HeartbeatResponse;
+        let resp = HeartbeatResponse::default()
+            .with_error_code(27)
+            .with_throttle_time_ms(5);
+        let mut w = Writer::default();
+        w.i8(1);
+        w.message(&resp, 0).unwrap();
+        assert_eq!(&w.buf[..], &[1, 0, 27], "v0: the error code only");
+        let mut w = Writer::default();
+        w.message(&resp, 4).unwrap();
+        assert_eq!(
+            &w.buf[..],
+            &[0, 0, 0, 5, 0, 27, 0],
+            "v4: throttle, error, tagged fields"
+        );
+        let long = kafka_protocol::messages::LeaveGroupResponse::default().with_members(vec![
+            kafka_protocol::messages::leave_group_response::MemberResponse::default()
+                .with_member_id(kafka_protocol::protocol::StrBytes::from_string("m".repeat(40_000))),
+        ]);
+        let mut w = Writer::default();
+        assert!(w.message(&long, 3).is_err(), "a member id longer than an INT16 string");
+        assert!(w.buf.is_empty(), "nothing written");
+    }
 
     #[test]
     fn varints_round_trip_and_overlong_ones_are_refused() {

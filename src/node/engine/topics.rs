@@ -4,8 +4,8 @@
 use super::super::Node;
 use super::meta_error;
 use crate::api::*;
-use crate::meta::{Command, ConfigUpdate, Outcome, Rejection, StreamState, TopicConfig};
 use crate::ids::TopicUuid;
+use crate::meta::{Command, ConfigUpdate, Outcome, Rejection, StreamState, TopicConfig};
 use async_trait::async_trait;
 
 #[async_trait]
