@@ -216,10 +216,11 @@ cmd_install() {
         boto3_ok || die "boto3 installed but not importable"
     fi
 
-    # Kafka clients for tests/kafka_clients.rs: kafka-python (pure Python),
-    # confluent-kafka (its wheel bundles librdkafka 2.x), kafkajs (node).
+    # Kafka clients for tests/kafka_clients.rs and tests/kafka_groups_e2e.rs:
+    # kafka-python (pure Python), confluent-kafka (its wheel bundles
+    # librdkafka 2.x), aiokafka (asyncio), kafkajs (node).
     local mod pkg
-    for mod in kafka:kafka-python confluent_kafka:confluent-kafka; do
+    for mod in kafka:kafka-python confluent_kafka:confluent-kafka aiokafka:aiokafka; do
         pkg=${mod#*:} mod=${mod%%:*}
         if py_has "$mod"; then
             say "$pkg: already importable"
