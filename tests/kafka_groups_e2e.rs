@@ -439,10 +439,19 @@ async fn scenario(family: Family, opts: MemberOpts, kill_coordinator: bool) {
     let group = format!("g-{family:?}").to_lowercase();
     let name = |n: &str| format!("{}-{n}", format!("{family:?}").to_lowercase());
     let (a_name, b_name, c_name) = (name("a"), name("b"), name("c"));
-    produce(&c.client, &c.live_url(), 0, FIRST).await;
     let bootstrap = c.bootstrap();
     let mut a = Member::spawn(family, &a_name, &bootstrap, &group, &opts, &log).await;
     let mut b = Member::spawn(family, &b_name, &bootstrap, &group, &opts, &log).await;
+    if family == Family::Kcat {
+        // kcat reports no assignments: give both time to join.
+        tokio::time::sleep(Duration::from_secs(8)).await;
+    } else {
+        wait_until("both members to own partitions", Duration::from_secs(90), || {
+            owns_partitions(&log, &a_name) && owns_partitions(&log, &b_name)
+        })
+        .await;
+    }
+    produce(&c.client, &c.live_url(), 0, FIRST).await;
     wait_until("both members to read", Duration::from_secs(90), || {
         !events(&log, Some(&a_name), "record").is_empty() && !events(&log, Some(&b_name), "record").is_empty()
     })
@@ -517,6 +526,13 @@ async fn scenario(family: Family, opts: MemberOpts, kill_coordinator: bool) {
     if family != Family::Kcat {
         assert_eq!(after_leave_from_b, 0, "records {b_name} committed were delivered again");
     }
+}
+
+/// Whether `member`'s latest assignment is not empty.
+fn owns_partitions(log: &Log, member: &str) -> bool {
+    events(log, Some(member), "assigned")
+        .last()
+        .is_some_and(|s| !s.event["partitions"].as_array().unwrap().is_empty())
 }
 
 /// Deliveries by others, after `since`, of records `member` delivered.

@@ -55,7 +55,10 @@ async def main():
             os._exit(0)
         if cmd == "leave":
             await commit()
-            await c.stop()
+            try:
+                await c.stop()
+            except BaseException as e:  # noqa: BLE001 - aiokafka 0.14 may raise CancelledError from a fetch still backing off
+                emit({"event": "error", "error": f"stop: {e!r}"})
             emit({"event": "closed"})
             return
         try:
