@@ -765,3 +765,27 @@ async fn a_static_member_restarts_without_a_rebalance() {
     assert_eq!(t.distinct as u64, FIRST + SECOND, "records lost");
     assert!(t.unexplained.is_empty(), "committed offsets lost: {:#?}", t.unexplained);
 }
+
+/// A topic created and produced to at once, by a producer with retries off,
+/// through the first node only: the partition leader Metadata names must
+/// take the send even if its own view has not caught up yet.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn produce_right_after_create_topics_loses_no_send_without_retries() {
+    if !available(Family::Confluent) {
+        return;
+    }
+    let c = Cluster::start().await;
+    let out = tokio::process::Command::new("python3")
+        .arg(repo().join("tests/kafka/create_then_produce.py"))
+        .args([&c.nodes[0].kafka_addr, "20", "4"])
+        .env("PYTHONPATH", python_path())
+        .stderr(Stdio::inherit())
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "create_then_produce.py failed");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    eprintln!("create then produce: {v}");
+    assert_eq!(v["sent"], 80);
+    assert_eq!(v["failed"], json!([]), "sends lost right after CreateTopics");
+}
