@@ -56,7 +56,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use versions::{decode_api_versions, encode_api_versions, supported};
+use versions::{decode_api_versions, encode_api_versions, supported, ClientSlot};
 use wire::{DecodeError, Encoded, Reader, Writer};
 
 pub use framing::{read_frame, read_frame_timed, ConnError, FrameCap, FrameTimeouts, RequestMemory};
@@ -304,6 +304,8 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
     let groups = groups.as_ref();
     let session = sasl::Session::default();
     let session = &session;
+    let client = ClientSlot::default();
+    let client = &client;
     let auth = engine.tokens.auth_required();
     let cap = || {
         if auth && !session.is_authenticated() {
@@ -327,7 +329,10 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
     };
     let handle = |frame: Bytes| -> Handled<'_> {
         let api = api_name(&frame);
-        Box::pin(timed(api, handle_gated(engine, session, groups, opts, frame, peer)))
+        Box::pin(timed(
+            api,
+            handle_gated(engine, session, client, groups, opts, frame, peer),
+        ))
     };
     let process = async {
         // Each with the budget its request frame holds until it is answered.
@@ -470,6 +475,7 @@ const WRITE_BUFFER: usize = 64 * 1024;
 async fn handle_gated(
     engine: &Services,
     session: &sasl::Session,
+    client: &ClientSlot,
     groups: &Groups,
     opts: Options,
     frame: Bytes,
@@ -485,10 +491,12 @@ async fn handle_gated(
                 message: why.to_string(),
             })
         }
-        sasl::Gate::Sasl | sasl::Gate::Serve(None) => handle_with(engine, session, groups, opts, frame, peer).await,
+        sasl::Gate::Sasl | sasl::Gate::Serve(None) => {
+            handle_with(engine, session, client, groups, opts, frame, peer).await
+        }
         sasl::Gate::Serve(Some(principal)) => {
             let scoped = authz::scoped(engine, principal);
-            handle_with(&scoped, session, groups, opts, frame, peer).await
+            handle_with(&scoped, session, client, groups, opts, frame, peer).await
         }
     }
 }
@@ -501,14 +509,22 @@ pub async fn handle_in(
     frame: Bytes,
     peer: &str,
 ) -> Result<Option<Bytes>, DecodeError> {
-    let answer = handle_with(engine, &sasl::Session::default(), groups, opts, frame, peer).await?;
+    let client = ClientSlot::default();
+    let answer = handle_with(engine, &sasl::Session::default(), &client, groups, opts, frame, peer).await?;
     Ok(answer.map(Encoded::into_bytes))
 }
 
-/// [`handle_in`] on a connection's SASL session.
+/// [`handle_in`] on a connection's SASL session and client software.
+///
+/// A request whose (key, version) is not in [`versions::SUPPORTED`] closes
+/// the connection, as Kafka does for a request it cannot parse: there is no
+/// response body such a client could read. ApiVersions is the exception:
+/// it is answered in v0 with UNSUPPORTED_VERSION and the table, so the
+/// client can retry with a version both sides speak.
 async fn handle_with(
     engine: &Services,
     session: &sasl::Session,
+    client: &ClientSlot,
     groups: &Groups,
     opts: Options,
     frame: Bytes,
@@ -523,12 +539,11 @@ async fn handle_with(
     if !supported(key, version) {
         if key == API_VERSIONS {
             // Answered in v0, so any client can read which versions exist.
-            encode_api_versions(&mut w, 0, code::UNSUPPORTED_VERSION);
-        } else {
-            w.i16(code::UNSUPPORTED_VERSION);
+            encode_api_versions(&mut w, 0, code::UNSUPPORTED_VERSION)?;
+            tracing::debug!(key, version, "unsupported ApiVersions version answered in v0");
+            return Ok(Some(w.finish()));
         }
-        tracing::debug!(key, version, "unsupported kafka request");
-        return Ok(Some(w.finish()));
+        return Err(unsupported_version(key, version, &mut peek, client, peer));
     }
     let mut r = Reader::new(frame);
     let header = decode_header(&mut r)?;
@@ -537,8 +552,16 @@ async fn handle_with(
     }
     match key {
         API_VERSIONS => {
-            decode_api_versions(&mut r, version)?;
-            encode_api_versions(&mut w, version, code::NONE);
+            if let Some(software) = decode_api_versions(&mut r, version)? {
+                tracing::debug!(
+                    peer,
+                    name = software.name,
+                    version = software.version,
+                    "kafka client software"
+                );
+                client.set(software);
+            }
+            encode_api_versions(&mut w, version, code::NONE)?;
         }
         METADATA => {
             let req = decode_metadata(&mut r, version)?;
@@ -590,6 +613,29 @@ async fn handle_with(
     }
     tracing::trace!(key, version, client = ?header.client_id, "kafka request answered");
     Ok(Some(w.finish()))
+}
+
+/// Logs (INFO) a request version that is not spoken, with who sent it,
+/// and the error that closes its connection. `header` is just past the
+/// correlation id: the client id follows in every header version.
+fn unsupported_version(key: i16, version: i16, header: &mut Reader, client: &ClientSlot, peer: &str) -> DecodeError {
+    let client_id = header.nullable_string().ok().flatten();
+    let software = client.get().unwrap_or_default();
+    let api = versions::api_name(key);
+    tracing::info!(
+        peer,
+        api,
+        key,
+        version,
+        client_id,
+        client_software_name = software.name,
+        client_software_version = software.version,
+        "closing kafka connection: unsupported request version"
+    );
+    DecodeError {
+        at: 2,
+        message: format!("{api} v{version} is not supported (ApiVersions lists what is)"),
+    }
 }
 
 // ------------------------------------------------------------ Metadata

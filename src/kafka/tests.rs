@@ -355,13 +355,14 @@ async fn a_lying_frame_closes_only_its_own_connection() {
         assert!(answer(&mut s).await.is_err(), "{bad:?} closes its connection");
     }
 
-    // An unsupported version is answered and the connection stays up.
-    let body = request(FETCH, 99, 2, &[]);
+    // An unsupported ApiVersions version is answered in v0, the
+    // connection kept.
+    let body = request(API_VERSIONS, 99, 2, &[]);
     let mut f = (body.len() as u32).to_be_bytes().to_vec();
     f.extend_from_slice(&body);
     good.write_all(&f).await.unwrap();
     let a = answer(&mut good).await.unwrap();
-    assert_eq!(&a[..], &[0, 0, 0, 2, 0, code::UNSUPPORTED_VERSION as u8]);
+    assert_eq!(&a[..6], &[0, 0, 0, 2, 0, code::UNSUPPORTED_VERSION as u8]);
     // Pipelined requests are answered in order.
     let mut two = api_versions(3);
     two.extend(api_versions(4));
@@ -379,10 +380,188 @@ async fn a_lying_frame_closes_only_its_own_connection() {
 
 // ------------------------------------------------------------ handlers
 
+/// Frames `body` for a socket.
+fn framed(body: &[u8]) -> Vec<u8> {
+    let mut f = (body.len() as u32).to_be_bytes().to_vec();
+    f.extend_from_slice(body);
+    f
+}
+
+async fn read_answer(s: &mut tokio::net::TcpStream) -> std::io::Result<Bytes> {
+    use tokio::io::AsyncReadExt;
+    let len = s.read_u32().await?;
+    let mut b = vec![0; len as usize];
+    s.read_exact(&mut b).await?;
+    Ok(b.into())
+}
+
+/// An ApiVersions v3+ request naming its client software, encoded by
+/// kafka-protocol (header v2 included).
+fn api_versions_v3(version: i16, corr: i32, name: &str, software_version: &str) -> Bytes {
+    use kafka_protocol::messages::{ApiVersionsRequest, RequestHeader};
+    use kafka_protocol::protocol::{Encodable, StrBytes};
+    let mut b = bytes::BytesMut::new();
+    RequestHeader::default()
+        .with_request_api_key(API_VERSIONS)
+        .with_request_api_version(version)
+        .with_correlation_id(corr)
+        .with_client_id(Some(StrBytes::from_static_str("versions-test")))
+        .encode(&mut b, 2)
+        .unwrap();
+    ApiVersionsRequest::default()
+        .with_client_software_name(StrBytes::from_string(name.into()))
+        .with_client_software_version(StrBytes::from_string(software_version.into()))
+        .encode(&mut b, version)
+        .unwrap();
+    b.freeze()
+}
+
+#[tokio::test]
+async fn an_unsupported_request_version_closes_the_connection_and_api_versions_still_answers() {
+    let engine = FakeEngine::new(FakeEngine::default_limits());
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let server = tokio::spawn(serve(engine, listener, OPTS, stop_rx));
+
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(&framed(&api_versions_v3(3, 1, "sluice-test", "9.9")))
+        .await
+        .unwrap();
+    assert_eq!(&read_answer(&mut s).await.unwrap()[..4], &1i32.to_be_bytes());
+    // Fetch v99: no body a client could read exists, so the connection closes.
+    s.write_all(&framed(&request(FETCH, 99, 2, &[]))).await.unwrap();
+    assert!(read_answer(&mut s).await.is_err(), "closed, nothing answered");
+
+    // An unknown key closes too.
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(&framed(&request(9_999, 0, 3, &[]))).await.unwrap();
+    assert!(read_answer(&mut s).await.is_err());
+
+    // ApiVersions too new: v0 UNSUPPORTED_VERSION with the table; still open.
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(&framed(&request(API_VERSIONS, 9, 4, &[]))).await.unwrap();
+    let a = read_answer(&mut s).await.unwrap();
+    let v0 = decode_api_versions_response(a.slice(4..), 0);
+    assert_eq!(v0.error_code, code::UNSUPPORTED_VERSION);
+    assert_eq!(v0.api_keys.len(), SUPPORTED.len());
+    s.write_all(&framed(&api_versions_v3(4, 5, "x", "1"))).await.unwrap();
+    assert_eq!(&read_answer(&mut s).await.unwrap()[..4], &5i32.to_be_bytes());
+
+    stop_tx.send(true).unwrap();
+    tokio::time::timeout(Duration::from_secs(10), server)
+        .await
+        .unwrap()
+        .unwrap();
+}
+
+#[tokio::test]
+async fn an_unsupported_version_is_an_error_not_a_one_field_body() {
+    let engine = Services::from(FakeEngine::new(FakeEngine::default_limits()));
+    for (key, version) in [
+        (FETCH, 99),
+        (METADATA, -1),
+        (9_999, 0),
+        (super::admin_proto::CREATE_TOPICS, 99),
+    ] {
+        let e = handle(&engine, OPTS, request(key, version, 1, &[])).await.unwrap_err();
+        assert!(e.message.contains("not supported"), "{e}");
+    }
+}
+
+fn decode_api_versions_response(b: Bytes, version: i16) -> kafka_protocol::messages::ApiVersionsResponse {
+    use kafka_protocol::protocol::Decodable;
+    let mut b = b;
+    let resp = kafka_protocol::messages::ApiVersionsResponse::decode(&mut b, version).unwrap();
+    assert!(b.is_empty(), "v{version}: {} bytes left", b.len());
+    resp
+}
+
+#[tokio::test]
+async fn api_versions_over_the_wire_advertises_exactly_supported() {
+    let engine = FakeEngine::new(FakeEngine::default_limits());
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let server = tokio::spawn(serve(engine, listener, OPTS, stop_rx));
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    for version in 0..=4 {
+        let req = if version >= 3 {
+            api_versions_v3(version, version.into(), "sluice-test", "1.0")
+        } else {
+            request(API_VERSIONS, version, version.into(), &[])
+        };
+        s.write_all(&framed(&req)).await.unwrap();
+        let a = read_answer(&mut s).await.unwrap();
+        assert_eq!(&a[..4], &i32::from(version).to_be_bytes());
+        // ApiVersions always answers with response header v0.
+        let resp = decode_api_versions_response(a.slice(4..), version);
+        assert_eq!(resp.error_code, 0);
+        let got: Vec<_> = resp
+            .api_keys
+            .iter()
+            .map(|k| (k.api_key, k.min_version, k.max_version))
+            .collect();
+        assert_eq!(got, SUPPORTED.to_vec(), "v{version}");
+        if version >= 3 {
+            assert!(resp.supported_features.is_empty() && resp.finalized_features.is_empty());
+            assert_eq!(resp.finalized_features_epoch, -1);
+        }
+    }
+    stop_tx.send(true).unwrap();
+    tokio::time::timeout(Duration::from_secs(10), server)
+        .await
+        .unwrap()
+        .unwrap();
+}
+
+#[test]
+fn every_supported_range_is_one_kafka_defines() {
+    use kafka_protocol::messages::ApiKey;
+    let mut keys = std::collections::HashSet::new();
+    for (key, min, max) in SUPPORTED {
+        assert!(keys.insert(key), "key {key} listed twice");
+        let k = ApiKey::try_from(key).unwrap_or_else(|_| panic!("key {key} is not a Kafka API"));
+        let valid = k.valid_versions();
+        assert!(0 <= min && min <= max, "{k:?} {min}-{max}");
+        // No version beyond what Kafka 4 defines. Floors may be lower than
+        // Kafka 4's: those versions were defined by earlier Kafkas and old
+        // clients (kcat, librdkafka 2.0) still use them.
+        assert!(max <= valid.max, "{k:?} v{max} is beyond Kafka's {}", valid.max);
+    }
+}
+
+/// docs/kafka.md carries [`versions::markdown`] between two markers; run
+/// with `SLUICE_BLESS=1` to rewrite it there.
+#[test]
+fn the_version_table_in_docs_is_generated_from_supported() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/kafka.md");
+    let (begin, end) = (
+        "<!-- versions:begin (generated: SLUICE_BLESS=1 cargo test --lib version_table) -->\n",
+        "<!-- versions:end -->",
+    );
+    let doc = std::fs::read_to_string(path).unwrap();
+    let table = versions::markdown();
+    let (Some(b), Some(e)) = (doc.find(begin), doc.find(end)) else {
+        panic!("docs/kafka.md lacks the markers {begin:?} … {end:?}");
+    };
+    let current = &doc[b + begin.len()..e];
+    if current != table {
+        if std::env::var_os("SLUICE_BLESS").is_some() {
+            let blessed = format!("{}{table}{}", &doc[..b + begin.len()], &doc[e..]);
+            std::fs::write(path, blessed).unwrap();
+        } else {
+            panic!(
+                "docs/kafka.md's version table is stale; run SLUICE_BLESS=1 cargo test --lib version_table\n{table}"
+            );
+        }
+    }
+}
+
 #[tokio::test]
 async fn api_versions_advertises_exactly_what_is_implemented() {
     let engine = FakeEngine::new(FakeEngine::default_limits());
-    for version in 0..=3 {
+    for version in 0..=2 {
         let body: &[u8] = if version == 3 { &[1, 1, 0] } else { &[] };
         let mut r = call(&Services::from(engine.clone()), request(API_VERSIONS, version, 1, body)).await;
         assert_eq!(r.i16().unwrap(), 0);
@@ -408,7 +587,7 @@ async fn api_versions_advertises_exactly_what_is_implemented() {
         r.expect_end().unwrap();
     }
     // Too new: answered in v0 with UNSUPPORTED_VERSION and the table.
-    let mut r = call(&Services::from(engine.clone()), request(API_VERSIONS, 4, 1, &[])).await;
+    let mut r = call(&Services::from(engine.clone()), request(API_VERSIONS, 5, 1, &[])).await;
     assert_eq!(r.i16().unwrap(), code::UNSUPPORTED_VERSION);
     assert_eq!(r.array_len(6).unwrap(), SUPPORTED.len());
 }

@@ -1,9 +1,12 @@
 //! The API versions Sluice speaks: the `SUPPORTED` table that ApiVersions
-//! advertises and the dispatcher admits, and the ApiVersions request and
-//! response themselves. It sits above every request module (it names their
-//! keys) and nothing below imports it.
+//! advertises and the dispatcher admits, the ApiVersions request and
+//! response themselves, and the markdown rendering of the table that
+//! docs/kafka.md carries (a test keeps the two equal). It sits above every
+//! request module (it names their keys) and nothing below imports it.
 
 use super::wire::{DecodeResult, Reader, Writer};
+use kafka_protocol::messages::api_versions_response::{ApiVersion, ApiVersionsResponse};
+use kafka_protocol::messages::ApiKey;
 
 /// (api key, min version, max version): what ApiVersions advertises, and
 /// exactly what the request modules decode.
@@ -21,7 +24,7 @@ pub const SUPPORTED: [(i16, i16, i16); 26] = [
     (super::group_proto::SYNC_GROUP, 0, 3),
     (super::group_proto::DESCRIBE_GROUPS, 0, 4),
     (super::group_proto::LIST_GROUPS, 0, 2),
-    (super::proto::API_VERSIONS, 0, 3),
+    (super::proto::API_VERSIONS, 0, 4),
     (super::admin_proto::CREATE_TOPICS, 0, 4),
     (super::admin_proto::DELETE_TOPICS, 0, 3),
     (super::admin_proto::DESCRIBE_CONFIGS, 0, 3),
@@ -42,35 +45,79 @@ pub fn supported(key: i16, version: i16) -> bool {
         .any(|&(k, min, max)| k == key && (min..=max).contains(&version))
 }
 
-/// ApiVersions v3 names the client; earlier versions have an empty body.
-pub fn decode_api_versions(r: &mut Reader, version: i16) -> DecodeResult<()> {
-    if version >= 3 {
-        let _name = r.compact_nullable_string()?;
-        let _version = r.compact_nullable_string()?;
-        r.tagged_fields()?;
-    }
-    r.expect_end()
+/// The client software an ApiVersions v3+ request names (KIP-511); kept
+/// on the connection for its log lines.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClientSoftware {
+    pub name: String,
+    pub version: String,
 }
 
-pub fn encode_api_versions(w: &mut Writer, version: i16, error_code: i16) {
-    w.i16(error_code);
+/// ApiVersions v3+ names the client software; earlier versions have an
+/// empty body (and `None` here).
+pub fn decode_api_versions(r: &mut Reader, version: i16) -> DecodeResult<Option<ClientSoftware>> {
+    let mut software = None;
     if version >= 3 {
-        w.compact_array_len(SUPPORTED.len());
-    } else {
-        w.array_len(SUPPORTED.len());
+        let name = r.compact_nullable_string()?.unwrap_or_default();
+        let version = r.compact_nullable_string()?.unwrap_or_default();
+        r.tagged_fields()?;
+        software = Some(ClientSoftware { name, version });
     }
-    for (key, min, max) in SUPPORTED {
-        w.i16(key);
-        w.i16(min);
-        w.i16(max);
-        if version >= 3 {
-            w.no_tagged_fields();
-        }
+    r.expect_end()?;
+    Ok(software)
+}
+
+/// The ApiVersions answer: every row of [`SUPPORTED`], and (v3+) no
+/// supported or finalized features, as a broker without features answers
+/// (finalized features epoch -1).
+pub fn encode_api_versions(w: &mut Writer, version: i16, error_code: i16) -> DecodeResult<()> {
+    let resp = ApiVersionsResponse::default()
+        .with_error_code(error_code)
+        .with_api_keys(
+            SUPPORTED
+                .iter()
+                .map(|&(key, min, max)| {
+                    ApiVersion::default()
+                        .with_api_key(key)
+                        .with_min_version(min)
+                        .with_max_version(max)
+                })
+                .collect(),
+        )
+        .with_finalized_features_epoch(-1);
+    w.message(&resp, version)
+}
+
+/// Kafka's name of an API key ("CreateTopics"), from kafka-protocol's table.
+pub fn api_name(key: i16) -> String {
+    ApiKey::try_from(key).map_or_else(|_| format!("key {key}"), |k| format!("{k:?}"))
+}
+
+/// The table of [`SUPPORTED`] as docs/kafka.md shows it, sorted by key.
+pub fn markdown() -> String {
+    let mut rows = SUPPORTED.to_vec();
+    rows.sort_by_key(|r| r.0);
+    let mut out = String::from("| API | key | versions |\n| --- | ---: | --- |\n");
+    for (key, min, max) in rows {
+        let versions = if min == max {
+            min.to_string()
+        } else {
+            format!("{min}–{max}")
+        };
+        out.push_str(&format!("| {} | {key} | {versions} |\n", api_name(key)));
     }
-    if version >= 1 {
-        w.i32(0); // throttle_time_ms
+    out
+}
+
+/// A connection's [`ClientSoftware`], once its ApiVersions v3+ named it.
+#[derive(Debug, Default)]
+pub struct ClientSlot(std::sync::Mutex<Option<ClientSoftware>>);
+
+impl ClientSlot {
+    pub fn set(&self, software: ClientSoftware) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(software);
     }
-    if version >= 3 {
-        w.no_tagged_fields();
+    pub fn get(&self) -> Option<ClientSoftware> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 }
