@@ -229,8 +229,8 @@ fn valid_kafka_requests() -> Vec<Vec<u8>> {
             w.array_len(1);
             w.i32(0);
         }),
-        // CreateTopics v0 and DescribeConfigs v0.
-        kafka_request(19, 0, |w| {
+        // CreateTopics v2 and DescribeConfigs v1.
+        kafka_request(19, 2, |w| {
             w.array_len(1);
             w.string("fz");
             w.i32(1);
@@ -238,13 +238,107 @@ fn valid_kafka_requests() -> Vec<Vec<u8>> {
             w.array_len(0);
             w.array_len(0);
             w.i32(1000);
+            w.bool(false);
         }),
-        kafka_request(32, 0, |w| {
+        kafka_request(32, 1, |w| {
             w.array_len(1);
             w.i8(2);
             w.string("t");
             w.nullable_array_len_none();
+            w.bool(true);
         }),
+    ]
+    .into_iter()
+    .chain(flexible_admin_requests())
+    .collect()
+}
+
+/// The flexible admin versions (and InitProducerId v5), their bodies
+/// encoded by kafka-protocol's request structs.
+fn flexible_admin_requests() -> Vec<Vec<u8>> {
+    use kafka_protocol::messages as km;
+    use kafka_protocol::protocol::{Encodable, StrBytes};
+    fn flex<M: Encodable>(key: i16, version: i16, m: M) -> Vec<u8> {
+        let mut w = Writer::default();
+        w.i16(key);
+        w.i16(version);
+        w.i32(7);
+        w.string("fuzz");
+        w.no_tagged_fields();
+        let mut b = bytes::BytesMut::new();
+        m.encode(&mut b, version).unwrap();
+        w.buf.extend_from_slice(&b);
+        w.buf.to_vec()
+    }
+    let s = |x: &str| StrBytes::from_string(x.to_string());
+    vec![
+        flex(
+            19,
+            7,
+            km::CreateTopicsRequest::default().with_topics(vec![km::create_topics_request::CreatableTopic::default()
+                .with_name(s("fz7").into())
+                .with_num_partitions(-1)
+                .with_replication_factor(-1)
+                .with_configs(vec![km::create_topics_request::CreatableTopicConfig::default()
+                    .with_name(s("retention.ms"))
+                    .with_value(Some(s("5")))])]),
+        ),
+        flex(
+            20,
+            6,
+            km::DeleteTopicsRequest::default().with_topics(vec![
+                km::delete_topics_request::DeleteTopicState::default().with_name(Some(s("nope").into())),
+                km::delete_topics_request::DeleteTopicState::default(),
+            ]),
+        ),
+        flex(
+            32,
+            4,
+            km::DescribeConfigsRequest::default().with_resources(vec![
+                km::describe_configs_request::DescribeConfigsResource::default()
+                    .with_resource_type(2)
+                    .with_resource_name(s("t")),
+            ]),
+        ),
+        flex(
+            33,
+            2,
+            km::AlterConfigsRequest::default()
+                .with_resources(vec![km::alter_configs_request::AlterConfigsResource::default()
+                    .with_resource_type(2)
+                    .with_resource_name(s("t"))])
+                .with_validate_only(true),
+        ),
+        flex(
+            44,
+            1,
+            km::IncrementalAlterConfigsRequest::default()
+                .with_resources(vec![
+                    km::incremental_alter_configs_request::AlterConfigsResource::default()
+                        .with_resource_type(2)
+                        .with_resource_name(s("t")),
+                ])
+                .with_validate_only(true),
+        ),
+        flex(
+            37,
+            3,
+            km::CreatePartitionsRequest::default()
+                .with_topics(vec![km::create_partitions_request::CreatePartitionsTopic::default()
+                    .with_name(s("t").into())
+                    .with_count(2)])
+                .with_validate_only(true),
+        ),
+        flex(
+            60,
+            2,
+            km::DescribeClusterRequest::default().with_include_fenced_brokers(true),
+        ),
+        flex(
+            22,
+            5,
+            km::InitProducerIdRequest::default().with_transaction_timeout_ms(1000),
+        ),
     ]
 }
 

@@ -29,6 +29,7 @@ pub mod acode {
     pub const INVALID_CONFIG: i16 = 40;
     pub const MISMATCHED_ENDPOINT_TYPE: i16 = 114;
     pub const UNSUPPORTED_ENDPOINT_TYPE: i16 = 115;
+    pub const UNKNOWN_TOPIC_ID: i16 = 100;
 }
 
 /// Partitions of a topic created with `num_partitions` -1 (as when
@@ -56,14 +57,14 @@ fn failure(e: ApiError) -> Failure {
 fn topic_result(name: String, outcome: Result<(), Failure>) -> TopicResult {
     match outcome {
         Ok(()) => TopicResult {
-            name,
-            error_code: code::NONE,
-            error_message: None,
+            name: Some(name),
+            ..TopicResult::default()
         },
         Err((error_code, message)) => TopicResult {
-            name,
+            name: Some(name),
             error_code,
             error_message: Some(message),
+            ..TopicResult::default()
         },
     }
 }
@@ -96,33 +97,33 @@ pub(super) async fn request(
         CREATE_TOPICS => {
             let req = decode_create_topics(r, version)?;
             let results = create_topics(engine, req).await;
-            encode_create_topics(w, version, &results);
+            encode_create_topics(w, version, &results)?;
         }
         DELETE_TOPICS => {
             let req = decode_delete_topics(r, version)?;
             let results = delete_topics(engine, req).await;
-            encode_delete_topics(w, version, &results);
+            encode_delete_topics(w, version, &results)?;
         }
         CREATE_PARTITIONS => {
             let req = decode_create_partitions(r, version)?;
             let results = create_partitions(engine, req).await;
-            encode_create_partitions(w, version, &results);
+            encode_create_partitions(w, version, &results)?;
         }
         DESCRIBE_CONFIGS => {
             let req = decode_describe_configs(r, version)?;
             // Configs altered through another node are read back here.
             let _ = engine.cluster.sync_metadata().await;
-            encode_describe_configs(w, version, &describe_configs(engine, &req));
+            encode_describe_configs(w, version, &describe_configs(engine, &req))?;
         }
         ALTER_CONFIGS | INCREMENTAL_ALTER_CONFIGS => {
             let incremental = key == INCREMENTAL_ALTER_CONFIGS;
-            let req = decode_alter_configs(r, incremental)?;
+            let req = decode_alter_configs(r, version, incremental)?;
             let results = alter_configs(engine, req, incremental).await;
-            encode_alter_configs(w, &results);
+            encode_alter_configs(w, version, incremental, &results)?;
         }
         DESCRIBE_CLUSTER => {
             let req = decode_describe_cluster(r, version)?;
-            encode_describe_cluster(w, version, &describe_cluster(engine, req));
+            encode_describe_cluster(w, version, &describe_cluster(engine, req))?;
         }
         _ => unreachable!("is_admin_api() admits only the keys above"),
     }
@@ -219,7 +220,6 @@ fn describe_entry(config: &TopicConfig, name: &str, synonyms: bool, docs: bool) 
         name: name.to_string(),
         value: Some(value),
         read_only: false,
-        is_default: !set,
         source,
         is_sensitive: false,
         synonyms: syn,
@@ -243,9 +243,33 @@ async fn create_topics(engine: &Services, req: CreateTopicsRequest) -> Vec<Topic
         } else {
             create_topic(engine, &t, req.validate_only).await
         };
-        out.push(topic_result(t.name, outcome));
+        out.push(match outcome {
+            Ok(made) => TopicResult {
+                name: Some(t.name),
+                topic_id: made.topic_id,
+                created: Some(Created {
+                    num_partitions: made.partitions as i32,
+                    // Streams have no replicas: one copy, in the object store.
+                    replication_factor: 1,
+                    configs: TOPIC_CONFIGS
+                        .iter()
+                        .map(|k| describe_entry(&made.config, k, false, false))
+                        .collect(),
+                }),
+                ..TopicResult::default()
+            },
+            Err(e) => topic_result(t.name, Err(e)),
+        });
     }
     out
+}
+
+/// What CreateTopics v5+ reports of a created (or validated) topic.
+struct Made {
+    partitions: u32,
+    config: TopicConfig,
+    /// Zero for `validate_only`: nothing was created.
+    topic_id: crate::ids::TopicUuid,
 }
 
 /// A topic's partition count and config as asked, or why not.
@@ -285,37 +309,73 @@ pub fn validate_creatable(t: &CreatableTopic) -> Result<(u32, TopicConfig), Fail
     Ok((partitions, config))
 }
 
-async fn create_topic(engine: &Services, t: &CreatableTopic, validate_only: bool) -> Result<(), Failure> {
+async fn create_topic(engine: &Services, t: &CreatableTopic, validate_only: bool) -> Result<Made, Failure> {
     let (partitions, config) = validate_creatable(t)?;
+    let mut made = Made {
+        partitions,
+        config: config.clone(),
+        topic_id: crate::ids::TopicUuid::ZERO,
+    };
     if validate_only {
         return match engine.topics.describe_topic(&t.name) {
             Ok(_) => Err((
                 acode::TOPIC_ALREADY_EXISTS,
                 format!("topic {:?} already exists", t.name),
             )),
-            Err(_) => Ok(()),
+            Err(_) => Ok(made),
         };
     }
-    engine
+    let summary = engine
         .topics
         .create_topic(&t.name, partitions, config)
         .await
-        .map(|_| ())
-        .map_err(failure)
+        .map_err(failure)?;
+    made.topic_id = summary.topic_id;
+    Ok(made)
 }
 
 // ------------------------------------------------------------ DeleteTopics
 
+/// Topics named by id (DeleteTopics v6) are looked up in the view first;
+/// an id no topic has is `UNKNOWN_TOPIC_ID`.
 async fn delete_topics(engine: &Services, req: DeleteTopicsRequest) -> Vec<TopicResult> {
-    let named = counts(req.names.iter().cloned());
-    let mut out = Vec::with_capacity(req.names.len());
-    for name in req.names {
+    let by_id = |id: &crate::ids::TopicUuid| engine.topics.list_topics().into_iter().find(|t| t.topic_id == *id);
+    let resolved: Vec<(Option<String>, crate::ids::TopicUuid)> = req
+        .topics
+        .iter()
+        .map(|t| match t {
+            TopicRef::Name(name) => {
+                let id = engine
+                    .topics
+                    .describe_topic(name)
+                    .map_or(crate::ids::TopicUuid::ZERO, |d| d.topic_id);
+                (Some(name.clone()), id)
+            }
+            TopicRef::Id(id) => (by_id(id).map(|t| t.name), *id),
+        })
+        .collect();
+    let named = counts(resolved.iter().filter_map(|(n, _)| n.clone()));
+    let mut out = Vec::with_capacity(resolved.len());
+    for (name, topic_id) in resolved {
+        let Some(name) = name else {
+            out.push(TopicResult {
+                name: None,
+                error_code: acode::UNKNOWN_TOPIC_ID,
+                error_message: Some(format!("no topic has id {}", uuid::Uuid::from_bytes(topic_id.0))),
+                topic_id,
+                created: None,
+            });
+            continue;
+        };
         let outcome = if named[&name] > 1 {
             Err(duplicate(&format!("topic {name:?}")))
         } else {
             engine.topics.delete_topic(&name).await.map_err(failure)
         };
-        out.push(topic_result(name, outcome));
+        out.push(TopicResult {
+            topic_id,
+            ..topic_result(name, outcome)
+        });
     }
     out
 }
@@ -512,7 +572,7 @@ async fn alter_resource(
 /// Every node serves brokers' requests; there is no separate controller
 /// endpoint to describe.
 fn describe_cluster(engine: &Services, req: DescribeClusterRequest) -> DescribeClusterResponse {
-    let (brokers, controller) = cluster(engine);
+    let (brokers, controller) = cluster(engine, req.include_fenced_brokers);
     let error = match req.endpoint_type {
         endpoint::BROKERS => None,
         endpoint::CONTROLLERS => Some((
@@ -541,20 +601,24 @@ fn describe_cluster(engine: &Services, req: DescribeClusterRequest) -> DescribeC
     }
 }
 
-/// The brokers (live, unfenced nodes) and the controller (the lease holder,
-/// else this node), as Metadata reports them.
-fn cluster(engine: &Services) -> (Vec<Broker>, i32) {
+/// The brokers (live, unfenced nodes; with `fenced`, live fenced ones too,
+/// marked) and the controller (the lease holder, else this node), as
+/// Metadata reports them.
+fn cluster(engine: &Services, fenced: bool) -> (Vec<ClusterBroker>, i32) {
     let nodes = engine.cluster.nodes();
     let brokers = nodes
         .nodes
         .iter()
-        .filter(|n| n.live && !n.fenced)
+        .filter(|n| n.live && (fenced || !n.fenced))
         .map(|n| {
             let (host, port) = split_addr(&n.kafka_addr);
-            Broker {
-                node_id: broker_id(&n.node_id),
-                host,
-                port,
+            ClusterBroker {
+                broker: Broker {
+                    node_id: broker_id(&n.node_id),
+                    host,
+                    port,
+                },
+                fenced: n.fenced,
             }
         })
         .collect();

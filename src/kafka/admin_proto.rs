@@ -1,12 +1,16 @@
-//! Requests and responses of the admin APIs, decoded with bounded readers:
-//! the non-flexible versions of CreateTopics, DeleteTopics,
-//! CreatePartitions, DescribeConfigs, AlterConfigs and
-//! IncrementalAlterConfigs, and DescribeCluster v0–1 (flexible only: compact
-//! strings and arrays, tagged fields, request header v2, response header v1).
-//! The ranges are in the `SUPPORTED` table of `versions.rs`.
+//! Requests and responses of the admin APIs: CreateTopics, DeleteTopics,
+//! CreatePartitions, DescribeConfigs, AlterConfigs, IncrementalAlterConfigs
+//! and DescribeCluster, at every version in the `SUPPORTED` table of
+//! `versions.rs`, classic and flexible (compact strings and arrays, tagged
+//! fields). Requests are decoded by hand with bounded readers ([`Fields`]
+//! reads one field in whichever encoding the version uses); responses are
+//! kafka-protocol's generated structs written at the request's version.
 
 use super::proto::Broker;
-use super::wire::{DecodeResult, Reader, Writer};
+use super::wire::{DecodeError, DecodeResult, Reader, Writer};
+use crate::ids::TopicUuid;
+use kafka_protocol::messages as km;
+use kafka_protocol::protocol::StrBytes;
 
 pub const CREATE_TOPICS: i16 = 19;
 pub const DELETE_TOPICS: i16 = 20;
@@ -28,6 +32,98 @@ pub fn is_admin_api(key: i16) -> bool {
             | INCREMENTAL_ALTER_CONFIGS
             | DESCRIBE_CLUSTER
     )
+}
+
+/// The first flexible version of each admin API.
+pub fn flexible(key: i16, version: i16) -> bool {
+    let from = match key {
+        CREATE_TOPICS => 5,
+        DELETE_TOPICS | DESCRIBE_CONFIGS => 4,
+        ALTER_CONFIGS | CREATE_PARTITIONS => 2,
+        INCREMENTAL_ALTER_CONFIGS => 1,
+        _ => 0,
+    };
+    version >= from
+}
+
+/// Reads one field of a request in the classic encoding (INT16 strings,
+/// INT32 arrays) or the flexible one (compact, with tagged fields). Array
+/// counts are bounded by the bytes left, with the smallest element size of
+/// that encoding.
+pub struct Fields<'a> {
+    pub r: &'a mut Reader,
+    pub flexible: bool,
+}
+
+impl Fields<'_> {
+    fn fail<T>(&self, message: &str) -> DecodeResult<T> {
+        Err(DecodeError {
+            at: self.r.position(),
+            message: message.into(),
+        })
+    }
+    pub fn string(&mut self) -> DecodeResult<String> {
+        if self.flexible {
+            self.r.compact_string()
+        } else {
+            self.r.string()
+        }
+    }
+    pub fn nullable_string(&mut self) -> DecodeResult<Option<String>> {
+        if self.flexible {
+            self.r.compact_nullable_string()
+        } else {
+            self.r.nullable_string()
+        }
+    }
+    /// A nullable array: `classic` / `compact` are its elements' smallest sizes.
+    pub fn nullable_array_len(&mut self, classic: usize, compact: usize) -> DecodeResult<Option<usize>> {
+        if self.flexible {
+            self.r.compact_nullable_array_len(compact)
+        } else {
+            self.r.nullable_array_len(classic)
+        }
+    }
+    pub fn array_len(&mut self, classic: usize, compact: usize) -> DecodeResult<usize> {
+        match self.nullable_array_len(classic, compact)? {
+            Some(n) => Ok(n),
+            None => self.fail("null where an array is required"),
+        }
+    }
+    /// A tagged-field section, in flexible versions only.
+    pub fn tags(&mut self) -> DecodeResult<()> {
+        if self.flexible {
+            self.r.tagged_fields()?;
+        }
+        Ok(())
+    }
+    pub fn uuid(&mut self) -> DecodeResult<TopicUuid> {
+        let hi = self.r.i64()?.to_be_bytes();
+        let lo = self.r.i64()?.to_be_bytes();
+        let mut id = [0u8; 16];
+        id[..8].copy_from_slice(&hi);
+        id[8..].copy_from_slice(&lo);
+        Ok(TopicUuid(id))
+    }
+}
+
+fn fields(r: &mut Reader, key: i16, version: i16) -> Fields<'_> {
+    Fields {
+        r,
+        flexible: flexible(key, version),
+    }
+}
+
+fn sb(s: &str) -> StrBytes {
+    StrBytes::from_string(s.to_string())
+}
+
+fn sb_opt(s: Option<&str>) -> Option<StrBytes> {
+    s.map(sb)
+}
+
+fn uuid(id: TopicUuid) -> uuid::Uuid {
+    uuid::Uuid::from_bytes(id.0)
 }
 
 /// Config resource types (Kafka's `ConfigResource.Type`).
@@ -59,20 +155,23 @@ pub mod op {
 /// A name and a nullable value (topic configs of CreateTopics, AlterConfigs).
 pub type NamedValue = (String, Option<String>);
 
-fn named_values(r: &mut Reader) -> DecodeResult<Vec<NamedValue>> {
-    let n = r.array_len(2 + 2)?;
+fn named_values(f: &mut Fields) -> DecodeResult<Vec<NamedValue>> {
+    let n = f.array_len(2 + 2, 1 + 1 + 1)?;
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {
-        out.push((r.string()?, r.nullable_string()?));
+        let name = f.string()?;
+        let value = f.nullable_string()?;
+        f.tags()?;
+        out.push((name, value));
     }
     Ok(out)
 }
 
-fn broker_ids(r: &mut Reader) -> DecodeResult<Vec<i32>> {
-    let n = r.array_len(4)?;
+fn broker_ids(f: &mut Fields) -> DecodeResult<Vec<i32>> {
+    let n = f.array_len(4, 4)?;
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {
-        out.push(r.i32()?);
+        out.push(f.r.i32()?);
     }
     Ok(out)
 }
@@ -98,19 +197,25 @@ pub struct CreateTopicsRequest {
     pub validate_only: bool,
 }
 
+/// Every version (v5+ flexible; v6 and v7 change only the response).
 pub fn decode_create_topics(r: &mut Reader, version: i16) -> DecodeResult<CreateTopicsRequest> {
-    let n = r.array_len(2 + 4 + 2 + 4 + 4)?;
+    let mut f = fields(r, CREATE_TOPICS, version);
+    let n = f.array_len(2 + 4 + 2 + 4 + 4, 1 + 4 + 2 + 1 + 1 + 1)?;
     let mut topics = Vec::with_capacity(n);
     for _ in 0..n {
-        let name = r.string()?;
-        let num_partitions = r.i32()?;
-        let replication_factor = r.i16()?;
-        let m = r.array_len(4 + 4)?;
+        let name = f.string()?;
+        let num_partitions = f.r.i32()?;
+        let replication_factor = f.r.i16()?;
+        let m = f.array_len(4 + 4, 4 + 1 + 1)?;
         let mut assignments = Vec::with_capacity(m);
         for _ in 0..m {
-            assignments.push((r.i32()?, broker_ids(r)?));
+            let partition = f.r.i32()?;
+            let brokers = broker_ids(&mut f)?;
+            f.tags()?;
+            assignments.push((partition, brokers));
         }
-        let configs = named_values(r)?;
+        let configs = named_values(&mut f)?;
+        f.tags()?;
         topics.push(CreatableTopic {
             name,
             num_partitions,
@@ -119,9 +224,10 @@ pub fn decode_create_topics(r: &mut Reader, version: i16) -> DecodeResult<Create
             configs,
         });
     }
-    let timeout_ms = r.i32()?;
-    let validate_only = if version >= 1 { r.bool()? } else { false };
-    r.expect_end()?;
+    let timeout_ms = f.r.i32()?;
+    let validate_only = if version >= 1 { f.r.bool()? } else { false };
+    f.tags()?;
+    f.r.expect_end()?;
     Ok(CreateTopicsRequest {
         topics,
         timeout_ms,
@@ -130,56 +236,131 @@ pub fn decode_create_topics(r: &mut Reader, version: i16) -> DecodeResult<Create
 }
 
 /// One topic's answer to CreateTopics, DeleteTopics or CreatePartitions.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct TopicResult {
-    pub name: String,
+    /// `None` only for DeleteTopics v6 naming an unknown topic id.
+    pub name: Option<String>,
     pub error_code: i16,
     pub error_message: Option<String>,
+    /// DeleteTopics v6, CreateTopics v7 (zero when unknown).
+    pub topic_id: TopicUuid,
+    /// CreateTopics v5+: what a created (or validated) topic got.
+    pub created: Option<Created>,
 }
 
-pub fn encode_create_topics(w: &mut Writer, version: i16, topics: &[TopicResult]) {
-    if version >= 2 {
-        w.i32(0); // throttle_time_ms
-    }
-    w.array_len(topics.len());
-    for t in topics {
-        w.string(&t.name);
-        w.i16(t.error_code);
-        if version >= 1 {
-            w.nullable_string(t.error_message.as_deref());
-        }
-    }
+/// CreateTopics v5+ tells what the topic was created with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Created {
+    pub num_partitions: i32,
+    pub replication_factor: i16,
+    pub configs: Vec<ConfigEntry>,
+}
+
+pub fn encode_create_topics(w: &mut Writer, version: i16, topics: &[TopicResult]) -> DecodeResult<()> {
+    let topics = topics
+        .iter()
+        .map(|t| {
+            let mut r = km::create_topics_response::CreatableTopicResult::default()
+                .with_name(sb(t.name.as_deref().unwrap_or_default()).into())
+                .with_error_code(t.error_code)
+                .with_error_message(if version >= 1 {
+                    sb_opt(t.error_message.as_deref())
+                } else {
+                    None
+                });
+            if version >= 7 {
+                r = r.with_topic_id(uuid(t.topic_id));
+            }
+            if version >= 5 {
+                r = match &t.created {
+                    Some(c) => r
+                        .with_num_partitions(c.num_partitions)
+                        .with_replication_factor(c.replication_factor)
+                        .with_configs(Some(
+                            c.configs
+                                .iter()
+                                .map(|e| {
+                                    km::create_topics_response::CreatableTopicConfigs::default()
+                                        .with_name(sb(&e.name))
+                                        .with_value(sb_opt(e.value.as_deref()))
+                                        .with_read_only(e.read_only)
+                                        .with_config_source(e.source)
+                                        .with_is_sensitive(e.is_sensitive)
+                                })
+                                .collect(),
+                        )),
+                    None => r.with_num_partitions(-1).with_replication_factor(-1).with_configs(None),
+                };
+            }
+            r
+        })
+        .collect();
+    w.message(&km::CreateTopicsResponse::default().with_topics(topics), version)
 }
 
 // ------------------------------------------------------------ DeleteTopics
 
+/// A topic to delete: by name, or (v6) by topic id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TopicRef {
+    Name(String),
+    Id(TopicUuid),
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeleteTopicsRequest {
-    pub names: Vec<String>,
+    pub topics: Vec<TopicRef>,
     pub timeout_ms: i32,
 }
 
-pub fn decode_delete_topics(r: &mut Reader, _version: i16) -> DecodeResult<DeleteTopicsRequest> {
-    let n = r.array_len(2)?;
-    let mut names = Vec::with_capacity(n);
-    for _ in 0..n {
-        names.push(r.string()?);
+/// v0–5 name topics; v6 sends (nullable name, topic id) pairs: a name
+/// names the topic, else the id does.
+pub fn decode_delete_topics(r: &mut Reader, version: i16) -> DecodeResult<DeleteTopicsRequest> {
+    let mut f = fields(r, DELETE_TOPICS, version);
+    let mut topics;
+    if version >= 6 {
+        let n = f.array_len(2 + 16, 1 + 16 + 1)?;
+        topics = Vec::with_capacity(n);
+        for _ in 0..n {
+            let name = f.nullable_string()?;
+            let id = f.uuid()?;
+            f.tags()?;
+            topics.push(match name {
+                Some(name) => TopicRef::Name(name),
+                None => TopicRef::Id(id),
+            });
+        }
+    } else {
+        let n = f.array_len(2, 1)?;
+        topics = Vec::with_capacity(n);
+        for _ in 0..n {
+            topics.push(TopicRef::Name(f.string()?));
+        }
     }
-    let timeout_ms = r.i32()?;
-    r.expect_end()?;
-    Ok(DeleteTopicsRequest { names, timeout_ms })
+    let timeout_ms = f.r.i32()?;
+    f.tags()?;
+    f.r.expect_end()?;
+    Ok(DeleteTopicsRequest { topics, timeout_ms })
 }
 
-/// DeleteTopics v0–3 answers carry no message: only (name, error code).
-pub fn encode_delete_topics(w: &mut Writer, version: i16, topics: &[TopicResult]) {
-    if version >= 1 {
-        w.i32(0); // throttle_time_ms
-    }
-    w.array_len(topics.len());
-    for t in topics {
-        w.string(&t.name);
-        w.i16(t.error_code);
-    }
+/// Messages from v5, topic ids from v6.
+pub fn encode_delete_topics(w: &mut Writer, version: i16, topics: &[TopicResult]) -> DecodeResult<()> {
+    let responses = topics
+        .iter()
+        .map(|t| {
+            let mut r = km::delete_topics_response::DeletableTopicResult::default()
+                .with_name(t.name.as_deref().map(|n| sb(n).into()))
+                .with_error_code(t.error_code);
+            if version >= 5 {
+                r = r.with_error_message(sb_opt(t.error_message.as_deref()));
+            }
+            if version >= 6 {
+                r = r.with_topic_id(uuid(t.topic_id));
+            }
+            r
+        })
+        .collect();
+    w.message(&km::DeleteTopicsResponse::default().with_responses(responses), version)
 }
 
 // ------------------------------------------------------------ CreatePartitions
@@ -200,31 +381,35 @@ pub struct CreatePartitionsRequest {
     pub validate_only: bool,
 }
 
-pub fn decode_create_partitions(r: &mut Reader, _version: i16) -> DecodeResult<CreatePartitionsRequest> {
-    let n = r.array_len(2 + 4 + 4)?;
+pub fn decode_create_partitions(r: &mut Reader, version: i16) -> DecodeResult<CreatePartitionsRequest> {
+    let mut f = fields(r, CREATE_PARTITIONS, version);
+    let n = f.array_len(2 + 4 + 4, 1 + 4 + 1 + 1)?;
     let mut topics = Vec::with_capacity(n);
     for _ in 0..n {
-        let name = r.string()?;
-        let count = r.i32()?;
-        let assignments = match r.nullable_array_len(4)? {
+        let name = f.string()?;
+        let count = f.r.i32()?;
+        let assignments = match f.nullable_array_len(4, 1 + 1)? {
             None => None,
             Some(m) => {
                 let mut a = Vec::with_capacity(m);
                 for _ in 0..m {
-                    a.push(broker_ids(r)?);
+                    a.push(broker_ids(&mut f)?);
+                    f.tags()?;
                 }
                 Some(a)
             }
         };
+        f.tags()?;
         topics.push(CreatePartitionsTopic {
             name,
             count,
             assignments,
         });
     }
-    let timeout_ms = r.i32()?;
-    let validate_only = r.bool()?;
-    r.expect_end()?;
+    let timeout_ms = f.r.i32()?;
+    let validate_only = f.r.bool()?;
+    f.tags()?;
+    f.r.expect_end()?;
     Ok(CreatePartitionsRequest {
         topics,
         timeout_ms,
@@ -232,14 +417,17 @@ pub fn decode_create_partitions(r: &mut Reader, _version: i16) -> DecodeResult<C
     })
 }
 
-pub fn encode_create_partitions(w: &mut Writer, _version: i16, topics: &[TopicResult]) {
-    w.i32(0); // throttle_time_ms
-    w.array_len(topics.len());
-    for t in topics {
-        w.string(&t.name);
-        w.i16(t.error_code);
-        w.nullable_string(t.error_message.as_deref());
-    }
+pub fn encode_create_partitions(w: &mut Writer, version: i16, topics: &[TopicResult]) -> DecodeResult<()> {
+    let results = topics
+        .iter()
+        .map(|t| {
+            km::create_partitions_response::CreatePartitionsTopicResult::default()
+                .with_name(sb(t.name.as_deref().unwrap_or_default()).into())
+                .with_error_code(t.error_code)
+                .with_error_message(sb_opt(t.error_message.as_deref()))
+        })
+        .collect();
+    w.message(&km::CreatePartitionsResponse::default().with_results(results), version)
 }
 
 // ------------------------------------------------------------ DescribeConfigs
@@ -260,30 +448,33 @@ pub struct DescribeConfigsRequest {
 }
 
 pub fn decode_describe_configs(r: &mut Reader, version: i16) -> DecodeResult<DescribeConfigsRequest> {
-    let n = r.array_len(1 + 2 + 4)?;
+    let mut f = fields(r, DESCRIBE_CONFIGS, version);
+    let n = f.array_len(1 + 2 + 4, 1 + 1 + 1 + 1)?;
     let mut resources = Vec::with_capacity(n);
     for _ in 0..n {
-        let resource_type = r.i8()?;
-        let name = r.string()?;
-        let keys = match r.nullable_array_len(2)? {
+        let resource_type = f.r.i8()?;
+        let name = f.string()?;
+        let keys = match f.nullable_array_len(2, 1)? {
             None => None,
             Some(m) => {
                 let mut k = Vec::with_capacity(m);
                 for _ in 0..m {
-                    k.push(r.string()?);
+                    k.push(f.string()?);
                 }
                 Some(k)
             }
         };
+        f.tags()?;
         resources.push(DescribeConfigsResource {
             resource_type,
             name,
             keys,
         });
     }
-    let include_synonyms = if version >= 1 { r.bool()? } else { false };
-    let include_documentation = if version >= 3 { r.bool()? } else { false };
-    r.expect_end()?;
+    let include_synonyms = if version >= 1 { f.r.bool()? } else { false };
+    let include_documentation = if version >= 3 { f.r.bool()? } else { false };
+    f.tags()?;
+    f.r.expect_end()?;
     Ok(DescribeConfigsRequest {
         resources,
         include_synonyms,
@@ -297,11 +488,9 @@ pub struct ConfigEntry {
     pub name: String,
     pub value: Option<String>,
     pub read_only: bool,
-    /// Not set: the default applies (v0's `is_default`; v1+ says it with `source`).
-    pub is_default: bool,
     pub source: i8,
     pub is_sensitive: bool,
-    /// (name, value, source), v1+.
+    /// (name, value, source).
     pub synonyms: Vec<(String, Option<String>, i8)>,
     /// v3+.
     pub config_type: i8,
@@ -318,39 +507,50 @@ pub struct DescribeConfigsResult {
     pub configs: Vec<ConfigEntry>,
 }
 
-pub fn encode_describe_configs(w: &mut Writer, version: i16, results: &[DescribeConfigsResult]) {
-    w.i32(0); // throttle_time_ms
-    w.array_len(results.len());
-    for res in results {
-        w.i16(res.error_code);
-        w.nullable_string(res.error_message.as_deref());
-        w.i8(res.resource_type);
-        w.string(&res.resource_name);
-        w.array_len(res.configs.len());
-        for c in &res.configs {
-            w.string(&c.name);
-            w.nullable_string(c.value.as_deref());
-            w.bool(c.read_only);
-            if version == 0 {
-                w.bool(c.is_default);
-            } else {
-                w.i8(c.source);
-            }
-            w.bool(c.is_sensitive);
-            if version >= 1 {
-                w.array_len(c.synonyms.len());
-                for (name, value, source) in &c.synonyms {
-                    w.string(name);
-                    w.nullable_string(value.as_deref());
-                    w.i8(*source);
-                }
-            }
-            if version >= 3 {
-                w.i8(c.config_type);
-                w.nullable_string(c.documentation.as_deref());
-            }
-        }
-    }
+pub fn encode_describe_configs(w: &mut Writer, version: i16, results: &[DescribeConfigsResult]) -> DecodeResult<()> {
+    use km::describe_configs_response as d;
+    let results = results
+        .iter()
+        .map(|res| {
+            d::DescribeConfigsResult::default()
+                .with_error_code(res.error_code)
+                .with_error_message(sb_opt(res.error_message.as_deref()))
+                .with_resource_type(res.resource_type)
+                .with_resource_name(sb(&res.resource_name))
+                .with_configs(
+                    res.configs
+                        .iter()
+                        .map(|c| {
+                            let mut e = d::DescribeConfigsResourceResult::default()
+                                .with_name(sb(&c.name))
+                                .with_value(sb_opt(c.value.as_deref()))
+                                .with_read_only(c.read_only)
+                                .with_is_sensitive(c.is_sensitive);
+                            {
+                                e = e.with_config_source(c.source).with_synonyms(
+                                    c.synonyms
+                                        .iter()
+                                        .map(|(n, v, s)| {
+                                            d::DescribeConfigsSynonym::default()
+                                                .with_name(sb(n))
+                                                .with_value(sb_opt(v.as_deref()))
+                                                .with_source(*s)
+                                        })
+                                        .collect(),
+                                );
+                            }
+                            if version >= 3 {
+                                e = e
+                                    .with_config_type(c.config_type)
+                                    .with_documentation(sb_opt(c.documentation.as_deref()));
+                            }
+                            e
+                        })
+                        .collect(),
+                )
+        })
+        .collect();
+    w.message(&km::DescribeConfigsResponse::default().with_results(results), version)
 }
 
 // ------------------------------------------------------------ AlterConfigs, IncrementalAlterConfigs
@@ -378,28 +578,38 @@ pub struct AlterConfigsRequest {
 
 /// AlterConfigs (`incremental` false) or IncrementalAlterConfigs (true),
 /// whose configs also carry an operation.
-pub fn decode_alter_configs(r: &mut Reader, incremental: bool) -> DecodeResult<AlterConfigsRequest> {
-    let n = r.array_len(1 + 2 + 4)?;
+pub fn decode_alter_configs(r: &mut Reader, version: i16, incremental: bool) -> DecodeResult<AlterConfigsRequest> {
+    let key = if incremental {
+        INCREMENTAL_ALTER_CONFIGS
+    } else {
+        ALTER_CONFIGS
+    };
+    let mut f = fields(r, key, version);
+    let n = f.array_len(1 + 2 + 4, 1 + 1 + 1 + 1)?;
     let mut resources = Vec::with_capacity(n);
     for _ in 0..n {
-        let resource_type = r.i8()?;
-        let name = r.string()?;
-        let m = r.array_len(2 + 2 + usize::from(incremental))?;
+        let resource_type = f.r.i8()?;
+        let name = f.string()?;
+        let op_len = usize::from(incremental);
+        let m = f.array_len(2 + 2 + op_len, 1 + 1 + 1 + op_len)?;
         let mut configs = Vec::with_capacity(m);
         for _ in 0..m {
-            let name = r.string()?;
-            let op = if incremental { r.i8()? } else { op::SET };
-            let value = r.nullable_string()?;
+            let name = f.string()?;
+            let op = if incremental { f.r.i8()? } else { op::SET };
+            let value = f.nullable_string()?;
+            f.tags()?;
             configs.push(AlterableConfig { name, op, value });
         }
+        f.tags()?;
         resources.push(AlterConfigsResource {
             resource_type,
             name,
             configs,
         });
     }
-    let validate_only = r.bool()?;
-    r.expect_end()?;
+    let validate_only = f.r.bool()?;
+    f.tags()?;
+    f.r.expect_end()?;
     Ok(AlterConfigsRequest {
         resources,
         validate_only,
@@ -414,15 +624,42 @@ pub struct AlterConfigsResult {
     pub resource_name: String,
 }
 
-/// The same shape for AlterConfigs v0–1 and IncrementalAlterConfigs v0.
-pub fn encode_alter_configs(w: &mut Writer, results: &[AlterConfigsResult]) {
-    w.i32(0); // throttle_time_ms
-    w.array_len(results.len());
-    for res in results {
-        w.i16(res.error_code);
-        w.nullable_string(res.error_message.as_deref());
-        w.i8(res.resource_type);
-        w.string(&res.resource_name);
+/// AlterConfigs and IncrementalAlterConfigs answer alike.
+pub fn encode_alter_configs(
+    w: &mut Writer,
+    version: i16,
+    incremental: bool,
+    results: &[AlterConfigsResult],
+) -> DecodeResult<()> {
+    if incremental {
+        use km::incremental_alter_configs_response as i;
+        let responses = results
+            .iter()
+            .map(|r| {
+                i::AlterConfigsResourceResponse::default()
+                    .with_error_code(r.error_code)
+                    .with_error_message(sb_opt(r.error_message.as_deref()))
+                    .with_resource_type(r.resource_type)
+                    .with_resource_name(sb(&r.resource_name))
+            })
+            .collect();
+        w.message(
+            &km::IncrementalAlterConfigsResponse::default().with_responses(responses),
+            version,
+        )
+    } else {
+        use km::alter_configs_response as a;
+        let responses = results
+            .iter()
+            .map(|r| {
+                a::AlterConfigsResourceResponse::default()
+                    .with_error_code(r.error_code)
+                    .with_error_message(sb_opt(r.error_message.as_deref()))
+                    .with_resource_type(r.resource_type)
+                    .with_resource_name(sb(&r.resource_name))
+            })
+            .collect();
+        w.message(&km::AlterConfigsResponse::default().with_responses(responses), version)
     }
 }
 
@@ -440,17 +677,30 @@ pub struct DescribeClusterRequest {
     pub include_cluster_authorized_operations: bool,
     /// v1+; brokers before.
     pub endpoint_type: i8,
+    /// v2+: list fenced nodes too (with `is_fenced`).
+    pub include_fenced_brokers: bool,
 }
 
+/// Flexible at every version.
 pub fn decode_describe_cluster(r: &mut Reader, version: i16) -> DecodeResult<DescribeClusterRequest> {
     let include_cluster_authorized_operations = r.bool()?;
     let endpoint_type = if version >= 1 { r.i8()? } else { endpoint::BROKERS };
+    let include_fenced_brokers = if version >= 2 { r.bool()? } else { false };
     r.tagged_fields()?;
     r.expect_end()?;
     Ok(DescribeClusterRequest {
         include_cluster_authorized_operations,
         endpoint_type,
+        include_fenced_brokers,
     })
+}
+
+/// A broker of a DescribeCluster answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterBroker {
+    pub broker: Broker,
+    /// v2+.
+    pub fenced: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -460,27 +710,34 @@ pub struct DescribeClusterResponse {
     pub endpoint_type: i8,
     pub cluster_id: String,
     pub controller: i32,
-    pub brokers: Vec<Broker>,
+    pub brokers: Vec<ClusterBroker>,
 }
 
 /// The body of a DescribeCluster response.
-pub fn encode_describe_cluster(w: &mut Writer, version: i16, resp: &DescribeClusterResponse) {
-    w.i32(0); // throttle_time_ms
-    w.i16(resp.error_code);
-    w.compact_nullable_string(resp.error_message.as_deref());
+pub fn encode_describe_cluster(w: &mut Writer, version: i16, resp: &DescribeClusterResponse) -> DecodeResult<()> {
+    let brokers = resp
+        .brokers
+        .iter()
+        .map(|b| {
+            let mut d = km::describe_cluster_response::DescribeClusterBroker::default()
+                .with_broker_id(b.broker.node_id.into())
+                .with_host(sb(&b.broker.host))
+                .with_port(b.broker.port);
+            if version >= 2 {
+                d = d.with_is_fenced(b.fenced);
+            }
+            d
+        })
+        .collect();
+    let mut m = km::DescribeClusterResponse::default()
+        .with_error_code(resp.error_code)
+        .with_error_message(sb_opt(resp.error_message.as_deref()))
+        .with_cluster_id(sb(&resp.cluster_id))
+        .with_controller_id(resp.controller.into())
+        .with_brokers(brokers)
+        .with_cluster_authorized_operations(i32::MIN); // no authorizer
     if version >= 1 {
-        w.i8(resp.endpoint_type);
+        m = m.with_endpoint_type(resp.endpoint_type);
     }
-    w.compact_string(&resp.cluster_id);
-    w.i32(resp.controller);
-    w.compact_array_len(resp.brokers.len());
-    for b in &resp.brokers {
-        w.i32(b.node_id);
-        w.compact_string(&b.host);
-        w.i32(b.port);
-        w.compact_nullable_string(None); // rack
-        w.no_tagged_fields();
-    }
-    w.i32(i32::MIN); // cluster_authorized_operations: no authorizer
-    w.no_tagged_fields();
+    w.message(&m, version)
 }

@@ -595,7 +595,7 @@ async fn handle_with(
         producer_ids::INIT_PRODUCER_ID => {
             let req = producer_ids::decode_init_producer_id(&mut r, version)?;
             let resp = producer_ids::init_producer_id(engine, &req).await;
-            producer_ids::encode_init_producer_id(&mut w, version, &resp);
+            producer_ids::encode_init_producer_id(&mut w, version, &resp)?;
         }
         leader_epoch::OFFSET_FOR_LEADER_EPOCH => {
             let req = leader_epoch::decode_offset_for_leader_epoch(&mut r, version)?;

@@ -16,16 +16,32 @@ pub const INIT_PRODUCER_ID: i16 = 22;
 pub struct InitProducerIdRequest {
     pub transactional_id: Option<String>,
     pub transaction_timeout_ms: i32,
+    /// v3+: the producer's current id and epoch (-1 for a new producer).
+    /// Read and not used yet: every call hands out a fresh id.
+    pub producer_id: i64,
+    pub producer_epoch: i16,
 }
 
-/// v0 and v1 share one layout.
-pub fn decode_init_producer_id(r: &mut Reader, _version: i16) -> DecodeResult<InitProducerIdRequest> {
-    let transactional_id = r.nullable_string()?;
+/// v0–1 classic, v2+ flexible, v3+ with the current id and epoch (v4 and
+/// v5 change only what errors mean).
+pub fn decode_init_producer_id(r: &mut Reader, version: i16) -> DecodeResult<InitProducerIdRequest> {
+    let flexible = version >= 2;
+    let transactional_id = if flexible {
+        r.compact_nullable_string()?
+    } else {
+        r.nullable_string()?
+    };
     let transaction_timeout_ms = r.i32()?;
+    let (producer_id, producer_epoch) = if version >= 3 { (r.i64()?, r.i16()?) } else { (-1, -1) };
+    if flexible {
+        r.tagged_fields()?;
+    }
     r.expect_end()?;
     Ok(InitProducerIdRequest {
         transactional_id,
         transaction_timeout_ms,
+        producer_id,
+        producer_epoch,
     })
 }
 
@@ -36,11 +52,12 @@ pub struct InitProducerIdResponse {
     pub producer_epoch: i16,
 }
 
-pub fn encode_init_producer_id(w: &mut Writer, _version: i16, resp: &InitProducerIdResponse) {
-    w.i32(0); // throttle_time_ms
-    w.i16(resp.error_code);
-    w.i64(resp.producer_id);
-    w.i16(resp.producer_epoch);
+pub fn encode_init_producer_id(w: &mut Writer, version: i16, resp: &InitProducerIdResponse) -> DecodeResult<()> {
+    let m = kafka_protocol::messages::InitProducerIdResponse::default()
+        .with_error_code(resp.error_code)
+        .with_producer_id(resp.producer_id.into())
+        .with_producer_epoch(resp.producer_epoch);
+    w.message(&m, version)
 }
 
 /// A fresh producer id at epoch 0. Transactional ids are refused:
@@ -98,12 +115,56 @@ mod tests {
                 producer_id: 7,
                 producer_epoch: 0,
             },
-        );
+        )
+        .unwrap();
         assert_eq!(
             w.buf.as_ref(),
             [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0].as_slice(),
             "throttle, error, id, epoch"
         );
+    }
+
+    #[test]
+    fn init_producer_id_requests_decode_at_every_version() {
+        use kafka_protocol::messages::InitProducerIdRequest as K;
+        use kafka_protocol::protocol::{Encodable, StrBytes};
+        for version in 0..=5 {
+            let mut k = K::default()
+                .with_transactional_id(Some(StrBytes::from_static_str("tx").into()))
+                .with_transaction_timeout_ms(9_000);
+            if version >= 3 {
+                k = k.with_producer_id(42.into()).with_producer_epoch(3);
+            }
+            let mut b = bytes::BytesMut::new();
+            k.encode(&mut b, version).unwrap();
+            let req = decode_init_producer_id(&mut Reader::new(b.clone().freeze()), version).unwrap();
+            assert_eq!(req.transactional_id.as_deref(), Some("tx"), "v{version}");
+            assert_eq!(req.transaction_timeout_ms, 9_000);
+            let want = if version >= 3 { (42, 3) } else { (-1, -1) };
+            assert_eq!((req.producer_id, req.producer_epoch), want, "v{version}");
+            for cut in 0..b.len() {
+                let short = b.clone().freeze().slice(..cut);
+                assert!(decode_init_producer_id(&mut Reader::new(short), version).is_err());
+            }
+        }
+    }
+
+    #[test]
+    fn init_producer_id_responses_decode_at_every_version() {
+        use kafka_protocol::protocol::Decodable;
+        for version in 0..=5 {
+            let mut w = Writer::default();
+            let resp = InitProducerIdResponse {
+                error_code: 0,
+                producer_id: 9,
+                producer_epoch: 0,
+            };
+            encode_init_producer_id(&mut w, version, &resp).unwrap();
+            let mut b = w.buf.freeze();
+            let k = kafka_protocol::messages::InitProducerIdResponse::decode(&mut b, version).unwrap();
+            assert!(b.is_empty());
+            assert_eq!((k.producer_id.0, k.producer_epoch, k.error_code), (9, 0, 0));
+        }
     }
 
     #[test]

@@ -1,79 +1,121 @@
-//! The admin APIs: codecs (golden bytes, bounds) and each handler over a
-//! real in-memory node, including from a node that does not hold the lease.
+//! The admin APIs: codecs (every advertised version against kafka-protocol's
+//! generated structs as the oracle, bounds) and each handler over a real
+//! in-memory node, including from a node that does not hold the lease.
 
 use super::*;
 use crate::kafka::admin::acode;
 use crate::kafka::admin_proto::*;
+use crate::kafka::header::{flexible_request, flexible_response};
 use crate::meta::{CleanupPolicy, TopicConfig};
+use kafka_protocol::messages as km;
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
-/// A request frame with the header its key and version use (v2 for
-/// DescribeCluster, v1 otherwise).
+/// The versions of `key` that ApiVersions advertises.
+fn versions_of(key: i16) -> std::ops::RangeInclusive<i16> {
+    let (_, min, max) = SUPPORTED.iter().find(|r| r.0 == key).copied().unwrap();
+    min..=max
+}
+
+fn sb(s: &str) -> StrBytes {
+    StrBytes::from_string(s.to_string())
+}
+
+/// Encodes a kafka-protocol request struct at `version`.
+fn enc<M: Encodable>(m: &M, version: i16) -> Vec<u8> {
+    let mut b = bytes::BytesMut::new();
+    m.encode(&mut b, version).unwrap();
+    b.to_vec()
+}
+
+/// A request frame with the header its key and version use.
 fn admin_request(key: i16, version: i16, corr: i32, body: &[u8]) -> Bytes {
     let mut w = Writer::default();
     w.i16(key);
     w.i16(version);
     w.i32(corr);
     w.nullable_string(Some("admin-test"));
-    if key == DESCRIBE_CLUSTER {
+    if flexible_request(key, version) {
         w.no_tagged_fields();
     }
     w.buf.extend_from_slice(body);
     w.buf.freeze()
 }
 
+/// The answer, just past the correlation id.
 async fn admin_call(engine: &Services, key: i16, version: i16, body: &[u8]) -> Reader {
     call(engine, admin_request(key, version, 7, body)).await
+}
+
+/// A response body (past its header) decoded by kafka-protocol, which
+/// must consume it exactly.
+fn decoded<M: Decodable>(mut r: Reader, key: i16, version: i16) -> M {
+    if flexible_response(key, version) {
+        r.tagged_fields().unwrap();
+    }
+    let mut b = r.bytes_exact(r.remaining()).unwrap();
+    let m = M::decode(&mut b, version).unwrap();
+    assert!(b.is_empty(), "key {key} v{version}: {} bytes left", b.len());
+    m
 }
 
 /// One topic for a CreateTopics body: (name, partitions, replication, configs).
 type NewTopic<'a> = (&'a str, i32, i16, &'a [(&'a str, Option<&'a str>)]);
 
+fn create_topics_req(topics: &[NewTopic<'_>], validate_only: bool) -> km::CreateTopicsRequest {
+    use km::create_topics_request as c;
+    km::CreateTopicsRequest::default()
+        .with_topics(
+            topics
+                .iter()
+                .map(|(name, partitions, replication, configs)| {
+                    c::CreatableTopic::default()
+                        .with_name(sb(name).into())
+                        .with_num_partitions(*partitions)
+                        .with_replication_factor(*replication)
+                        .with_configs(
+                            configs
+                                .iter()
+                                .map(|(k, v)| {
+                                    c::CreatableTopicConfig::default()
+                                        .with_name(sb(k))
+                                        .with_value(v.map(sb))
+                                })
+                                .collect(),
+                        )
+                })
+                .collect(),
+        )
+        .with_timeout_ms(5000)
+        .with_validate_only(validate_only)
+}
+
 fn create_topics_body(version: i16, topics: &[NewTopic<'_>], validate_only: bool) -> Vec<u8> {
-    let mut w = Writer::default();
-    w.array_len(topics.len());
-    for (name, partitions, replication, configs) in topics {
-        w.string(name);
-        w.i32(*partitions);
-        w.i16(*replication);
-        w.array_len(0); // assignments
-        w.array_len(configs.len());
-        for (k, v) in *configs {
-            w.string(k);
-            w.nullable_string(*v);
-        }
-    }
-    w.i32(5000);
-    if version >= 1 {
-        w.bool(validate_only);
-    }
-    w.buf.to_vec()
+    enc(&create_topics_req(topics, validate_only), version)
 }
 
 /// CreateTopics / DeleteTopics / CreatePartitions answers: (name, error, message).
-fn topic_results(mut r: Reader, key: i16, version: i16) -> Vec<(String, i16, Option<String>)> {
-    let throttled = match key {
-        CREATE_TOPICS => version >= 2,
-        DELETE_TOPICS => version >= 1,
-        _ => true,
-    };
-    if throttled {
-        assert_eq!(r.i32().unwrap(), 0);
+fn topic_results(r: Reader, key: i16, version: i16) -> Vec<(String, i16, Option<String>)> {
+    let s = |s: &StrBytes| s.to_string();
+    match key {
+        CREATE_TOPICS => decoded::<km::CreateTopicsResponse>(r, key, version)
+            .topics
+            .iter()
+            .map(|t| (s(&t.name.0), t.error_code, t.error_message.as_ref().map(s)))
+            .collect(),
+        DELETE_TOPICS => decoded::<km::DeleteTopicsResponse>(r, key, version)
+            .responses
+            .iter()
+            .map(|t| {
+                let name = t.name.as_ref().map_or(String::new(), |n| s(&n.0));
+                (name, t.error_code, t.error_message.as_ref().map(s))
+            })
+            .collect(),
+        _ => decoded::<km::CreatePartitionsResponse>(r, key, version)
+            .results
+            .iter()
+            .map(|t| (s(&t.name.0), t.error_code, t.error_message.as_ref().map(s)))
+            .collect(),
     }
-    let messages = match key {
-        CREATE_TOPICS => version >= 1,
-        DELETE_TOPICS => false,
-        _ => true,
-    };
-    let n = r.array_len(4).unwrap();
-    let mut out = Vec::new();
-    for _ in 0..n {
-        let name = r.string().unwrap();
-        let error = r.i16().unwrap();
-        let message = if messages { r.nullable_string().unwrap() } else { None };
-        out.push((name, error, message));
-    }
-    r.expect_end().unwrap();
-    out
 }
 
 async fn create_topics(
@@ -94,41 +136,80 @@ fn errors(results: &[(String, i16, Option<String>)]) -> Vec<i16> {
     results.iter().map(|r| r.1).collect()
 }
 
+/// A DeleteTopics v1-5 body naming topics.
 fn delete_topics_body(names: &[&str]) -> Vec<u8> {
-    let mut w = Writer::default();
-    w.array_len(names.len());
-    for n in names {
-        w.string(n);
+    delete_topics_body_at(3, names)
+}
+
+fn delete_topics_req(version: i16, names: &[&str]) -> km::DeleteTopicsRequest {
+    let req = km::DeleteTopicsRequest::default().with_timeout_ms(5000);
+    if version >= 6 {
+        req.with_topics(
+            names
+                .iter()
+                .map(|n| km::delete_topics_request::DeleteTopicState::default().with_name(Some(sb(n).into())))
+                .collect(),
+        )
+    } else {
+        req.with_topic_names(names.iter().map(|n| sb(n).into()).collect())
     }
-    w.i32(5000);
-    w.buf.to_vec()
+}
+
+fn delete_topics_body_at(version: i16, names: &[&str]) -> Vec<u8> {
+    enc(&delete_topics_req(version, names), version)
 }
 
 /// One topic for a CreatePartitions body: (name, count, assignments).
 type Growth<'a> = (&'a str, i32, Option<&'a [&'a [i32]]>);
 
+fn create_partitions_req(topics: &[Growth<'_>], validate_only: bool) -> km::CreatePartitionsRequest {
+    use km::create_partitions_request as c;
+    km::CreatePartitionsRequest::default()
+        .with_topics(
+            topics
+                .iter()
+                .map(|(name, count, assignments)| {
+                    c::CreatePartitionsTopic::default()
+                        .with_name(sb(name).into())
+                        .with_count(*count)
+                        .with_assignments(assignments.map(|a| {
+                            a.iter()
+                                .map(|b| {
+                                    c::CreatePartitionsAssignment::default()
+                                        .with_broker_ids(b.iter().map(|&i| i.into()).collect())
+                                })
+                                .collect()
+                        }))
+                })
+                .collect(),
+        )
+        .with_timeout_ms(5000)
+        .with_validate_only(validate_only)
+}
+
 fn create_partitions_body(topics: &[Growth<'_>], validate_only: bool) -> Vec<u8> {
-    let mut w = Writer::default();
-    w.array_len(topics.len());
-    for (name, count, assignments) in topics {
-        w.string(name);
-        w.i32(*count);
-        match assignments {
-            None => w.i32(-1),
-            Some(a) => {
-                w.array_len(a.len());
-                for brokers in *a {
-                    w.array_len(brokers.len());
-                    for b in *brokers {
-                        w.i32(*b);
-                    }
-                }
-            }
-        }
-    }
-    w.i32(5000);
-    w.bool(validate_only);
-    w.buf.to_vec()
+    enc(&create_partitions_req(topics, validate_only), 1)
+}
+
+fn describe_configs_req(
+    resources: &[(i8, &str, Option<&[&str]>)],
+    synonyms: bool,
+    docs: bool,
+) -> km::DescribeConfigsRequest {
+    km::DescribeConfigsRequest::default()
+        .with_resources(
+            resources
+                .iter()
+                .map(|(t, name, keys)| {
+                    km::describe_configs_request::DescribeConfigsResource::default()
+                        .with_resource_type(*t)
+                        .with_resource_name(sb(name))
+                        .with_configuration_keys(keys.map(|k| k.iter().map(|k| sb(k)).collect()))
+                })
+                .collect(),
+        )
+        .with_include_synonyms(synonyms)
+        .with_include_documentation(docs)
 }
 
 fn describe_configs_body(
@@ -137,90 +218,44 @@ fn describe_configs_body(
     synonyms: bool,
     docs: bool,
 ) -> Vec<u8> {
-    let mut w = Writer::default();
-    w.array_len(resources.len());
-    for (t, name, keys) in resources {
-        w.i8(*t);
-        w.string(name);
-        match keys {
-            None => w.i32(-1),
-            Some(k) => {
-                w.array_len(k.len());
-                for k in *k {
-                    w.string(k);
-                }
-            }
-        }
-    }
-    if version >= 1 {
-        w.bool(synonyms);
-    }
-    if version >= 3 {
-        w.bool(docs);
-    }
-    w.buf.to_vec()
+    let req = describe_configs_req(resources, synonyms && version >= 1, docs && version >= 3);
+    enc(&req, version)
 }
 
 /// A decoded DescribeConfigs result: (error, type, name, configs).
 type Described = (i16, i8, String, Vec<ConfigEntry>);
 
-fn described(mut r: Reader, version: i16) -> Vec<Described> {
-    assert_eq!(r.i32().unwrap(), 0);
-    let n = r.array_len(1).unwrap();
-    let mut out = Vec::new();
-    for _ in 0..n {
-        let error = r.i16().unwrap();
-        r.nullable_string().unwrap();
-        let t = r.i8().unwrap();
-        let name = r.string().unwrap();
-        let m = r.array_len(1).unwrap();
-        let mut configs = Vec::new();
-        for _ in 0..m {
-            let name = r.string().unwrap();
-            let value = r.nullable_string().unwrap();
-            let read_only = r.bool().unwrap();
-            let (is_default, source) = if version == 0 {
-                let d = r.bool().unwrap();
-                (
-                    d,
-                    if d {
-                        source::DEFAULT_CONFIG
-                    } else {
-                        source::DYNAMIC_TOPIC_CONFIG
-                    },
-                )
-            } else {
-                let s = r.i8().unwrap();
-                (s == source::DEFAULT_CONFIG, s)
-            };
-            let is_sensitive = r.bool().unwrap();
-            let mut synonyms = Vec::new();
-            if version >= 1 {
-                for _ in 0..r.array_len(1).unwrap() {
-                    synonyms.push((r.string().unwrap(), r.nullable_string().unwrap(), r.i8().unwrap()));
-                }
-            }
-            let (config_type, documentation) = if version >= 3 {
-                (r.i8().unwrap(), r.nullable_string().unwrap())
-            } else {
-                (0, None)
-            };
-            configs.push(ConfigEntry {
-                name,
-                value,
-                read_only,
-                is_default,
-                source,
-                is_sensitive,
-                synonyms,
-                config_type,
-                documentation,
-            });
-        }
-        out.push((error, t, name, configs));
-    }
-    r.expect_end().unwrap();
-    out
+fn described(r: Reader, version: i16) -> Vec<Described> {
+    let resp: km::DescribeConfigsResponse = decoded(r, DESCRIBE_CONFIGS, version);
+    resp.results
+        .iter()
+        .map(|res| {
+            let configs = res
+                .configs
+                .iter()
+                .map(|c| ConfigEntry {
+                    name: c.name.to_string(),
+                    value: c.value.as_ref().map(|v| v.to_string()),
+                    read_only: c.read_only,
+                    source: c.config_source,
+                    is_sensitive: c.is_sensitive,
+                    synonyms: c
+                        .synonyms
+                        .iter()
+                        .map(|s| (s.name.to_string(), s.value.as_ref().map(|v| v.to_string()), s.source))
+                        .collect(),
+                    config_type: c.config_type,
+                    documentation: c.documentation.as_ref().map(|d| d.to_string()),
+                })
+                .collect();
+            (
+                res.error_code,
+                res.resource_type,
+                res.resource_name.to_string(),
+                configs,
+            )
+        })
+        .collect()
 }
 
 /// (name, value, source) of a topic's configs, via DescribeConfigs v1.
@@ -237,39 +272,83 @@ async fn topic_configs(engine: &Services, topic: &str) -> Vec<(String, String, i
 /// One resource for an AlterConfigs body: (type, name, [(key, op, value)]).
 type AlterResource<'a> = (i8, &'a str, &'a [(&'a str, i8, Option<&'a str>)]);
 
-fn alter_configs_body(incremental: bool, resources: &[AlterResource<'_>], validate_only: bool) -> Vec<u8> {
-    let mut w = Writer::default();
-    w.array_len(resources.len());
-    for (t, name, configs) in resources {
-        w.i8(*t);
-        w.string(name);
-        w.array_len(configs.len());
-        for (k, op, v) in *configs {
-            w.string(k);
-            if incremental {
-                w.i8(*op);
-            }
-            w.nullable_string(*v);
-        }
+fn alter_configs_body_at(
+    version: i16,
+    incremental: bool,
+    resources: &[AlterResource<'_>],
+    validate_only: bool,
+) -> Vec<u8> {
+    if incremental {
+        use km::incremental_alter_configs_request as i;
+        let req = km::IncrementalAlterConfigsRequest::default()
+            .with_resources(
+                resources
+                    .iter()
+                    .map(|(t, name, configs)| {
+                        i::AlterConfigsResource::default()
+                            .with_resource_type(*t)
+                            .with_resource_name(sb(name))
+                            .with_configs(
+                                configs
+                                    .iter()
+                                    .map(|(k, op, v)| {
+                                        i::AlterableConfig::default()
+                                            .with_name(sb(k))
+                                            .with_config_operation(*op)
+                                            .with_value(v.map(sb))
+                                    })
+                                    .collect(),
+                            )
+                    })
+                    .collect(),
+            )
+            .with_validate_only(validate_only);
+        enc(&req, version)
+    } else {
+        use km::alter_configs_request as a;
+        let req = km::AlterConfigsRequest::default()
+            .with_resources(
+                resources
+                    .iter()
+                    .map(|(t, name, configs)| {
+                        a::AlterConfigsResource::default()
+                            .with_resource_type(*t)
+                            .with_resource_name(sb(name))
+                            .with_configs(
+                                configs
+                                    .iter()
+                                    .map(|(k, _, v)| {
+                                        a::AlterableConfig::default().with_name(sb(k)).with_value(v.map(sb))
+                                    })
+                                    .collect(),
+                            )
+                    })
+                    .collect(),
+            )
+            .with_validate_only(validate_only);
+        enc(&req, version)
     }
-    w.bool(validate_only);
-    w.buf.to_vec()
+}
+
+fn alter_configs_body(incremental: bool, resources: &[AlterResource<'_>], validate_only: bool) -> Vec<u8> {
+    alter_configs_body_at(if incremental { 0 } else { 1 }, incremental, resources, validate_only)
 }
 
 /// (error, message) per resource.
-fn altered(mut r: Reader) -> Vec<(i16, Option<String>)> {
-    assert_eq!(r.i32().unwrap(), 0);
-    let n = r.array_len(1).unwrap();
-    let mut out = Vec::new();
-    for _ in 0..n {
-        let e = r.i16().unwrap();
-        let m = r.nullable_string().unwrap();
-        r.i8().unwrap();
-        r.string().unwrap();
-        out.push((e, m));
+fn altered(r: Reader, incremental: bool, version: i16) -> Vec<(i16, Option<String>)> {
+    if incremental {
+        let resp: km::IncrementalAlterConfigsResponse = decoded(r, INCREMENTAL_ALTER_CONFIGS, version);
+        resp.responses
+            .iter()
+            .map(|x| (x.error_code, x.error_message.as_ref().map(|m| m.to_string())))
+            .collect()
+    } else {
+        let resp: km::AlterConfigsResponse = decoded(r, ALTER_CONFIGS, version);
+        resp.responses
+            .iter()
+            .map(|x| (x.error_code, x.error_message.as_ref().map(|m| m.to_string())))
+            .collect()
     }
-    r.expect_end().unwrap();
-    out
 }
 
 async fn alter(
@@ -284,7 +363,7 @@ async fn alter(
         (ALTER_CONFIGS, 1)
     };
     let body = alter_configs_body(incremental, resources, validate_only);
-    altered(admin_call(engine, key, version, &body).await)
+    altered(admin_call(engine, key, version, &body).await, incremental, version)
 }
 
 async fn wait_partitions(engine: &Services, topic: &str, n: usize) {
@@ -304,223 +383,353 @@ async fn wait_partitions(engine: &Services, topic: &str, n: usize) {
 // ------------------------------------------------------------ codecs
 
 #[test]
-fn create_topics_request_decodes_from_golden_bytes() {
-    // v4: one topic "ab", 3 partitions, factor -1, no assignments, config
-    // retention.ms=5, timeout 1000, validate_only.
-    let mut golden = vec![
-        0, 0, 0, 1, 0, 2, b'a', b'b', 0, 0, 0, 3, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0, 1, 0, 12,
-    ];
-    golden.extend_from_slice(b"retention.ms");
-    golden.extend_from_slice(&[0, 1, b'5', 0, 0, 0x03, 0xe8, 1]);
-    let req = decode_create_topics(&mut Reader::new(Bytes::from(golden.clone())), 4).unwrap();
-    assert_eq!(
-        req,
-        CreateTopicsRequest {
-            topics: vec![CreatableTopic {
-                name: "ab".into(),
-                num_partitions: 3,
-                replication_factor: -1,
-                assignments: vec![],
-                configs: vec![("retention.ms".into(), Some("5".into()))],
-            }],
-            timeout_ms: 1000,
-            validate_only: true,
-        }
-    );
-    let built = create_topics_body(4, &[("ab", 3, -1, &[("retention.ms", Some("5"))])], true);
-    assert_eq!(built[..built.len() - 5], golden[..golden.len() - 5]);
-    assert_eq!(
-        built[built.len() - 5..],
-        [0, 0, 0x13, 0x88, 1],
-        "timeout 5000, validate_only"
-    );
-    // v0 has no validate_only: the trailing byte is refused.
-    assert!(decode_create_topics(&mut Reader::new(Bytes::from(golden.clone())), 0).is_err());
-    assert!(decode_create_topics(&mut Reader::new(Bytes::from(golden[..golden.len() - 1].to_vec())), 0).is_ok());
+fn create_topics_requests_decode_at_every_version() {
+    for version in versions_of(CREATE_TOPICS) {
+        let mut req = create_topics_req(&[("t", 3, -1, &[("retention.ms", Some("5")), ("x", None)])], true);
+        req.topics[0].assignments = vec![km::create_topics_request::CreatableReplicaAssignment::default()
+            .with_partition_index(0)
+            .with_broker_ids(vec![1.into(), 2.into()])];
+        let body = enc(&req, version);
+        let got = decode_create_topics(&mut Reader::new(Bytes::from(body.clone())), version).unwrap();
+        assert_eq!(
+            got,
+            CreateTopicsRequest {
+                topics: vec![CreatableTopic {
+                    name: "t".into(),
+                    num_partitions: 3,
+                    replication_factor: -1,
+                    assignments: vec![(0, vec![1, 2])],
+                    configs: vec![("retention.ms".into(), Some("5".into())), ("x".into(), None)],
+                }],
+                timeout_ms: 5000,
+                validate_only: version >= 1,
+            },
+            "v{version}"
+        );
+        truncations_fail(&body, |r| decode_create_topics(r, version).map(|_| ()));
+    }
 }
 
-#[test]
-fn topic_results_encode_per_version() {
-    let results = [TopicResult {
-        name: "t".into(),
-        error_code: acode::TOPIC_ALREADY_EXISTS,
-        error_message: Some("x".into()),
-    }];
-    let enc = |f: fn(&mut Writer, i16, &[TopicResult]), v| {
-        let mut w = Writer::default();
-        f(&mut w, v, &results);
-        w.buf.to_vec()
-    };
-    assert_eq!(enc(encode_create_topics, 0), [0, 0, 0, 1, 0, 1, b't', 0, 36]);
-    assert_eq!(
-        enc(encode_create_topics, 1),
-        [0, 0, 0, 1, 0, 1, b't', 0, 36, 0, 1, b'x']
-    );
-    assert_eq!(
-        enc(encode_create_topics, 4),
-        [0, 0, 0, 0, 0, 0, 0, 1, 0, 1, b't', 0, 36, 0, 1, b'x']
-    );
-    assert_eq!(enc(encode_delete_topics, 0), [0, 0, 0, 1, 0, 1, b't', 0, 36]);
-    assert_eq!(
-        enc(encode_delete_topics, 3),
-        [0, 0, 0, 0, 0, 0, 0, 1, 0, 1, b't', 0, 36]
-    );
-    assert_eq!(
-        enc(encode_create_partitions, 1),
-        [0, 0, 0, 0, 0, 0, 0, 1, 0, 1, b't', 0, 36, 0, 1, b'x']
-    );
+/// Every strict prefix of a valid body is refused.
+fn truncations_fail(body: &[u8], decode: impl Fn(&mut Reader) -> DecodeResult<()>) {
+    for cut in 0..body.len() {
+        let mut r = Reader::new(Bytes::copy_from_slice(&body[..cut]));
+        assert!(decode(&mut r).is_err(), "cut at {cut} of {}", body.len());
+    }
 }
 
+use super::wire::DecodeResult;
+
 #[test]
-fn describe_configs_responses_encode_per_version() {
-    let entry = ConfigEntry {
-        name: "k".into(),
-        value: Some("v".into()),
-        read_only: false,
-        is_default: true,
-        source: source::DEFAULT_CONFIG,
-        is_sensitive: false,
-        synonyms: vec![("k".into(), Some("v".into()), source::DEFAULT_CONFIG)],
-        config_type: config_type::LONG,
-        documentation: Some("d".into()),
-    };
-    let result = DescribeConfigsResult {
-        error_code: 0,
-        error_message: None,
-        resource_type: resource::TOPIC,
-        resource_name: "t".into(),
-        configs: vec![entry.clone()],
-    };
-    let enc = |v| {
-        let mut w = Writer::default();
-        encode_describe_configs(&mut w, v, std::slice::from_ref(&result));
-        w.buf.to_vec()
-    };
-    let head = [
-        0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0xff, 0xff, 2, 0, 1, b't', 0, 0, 0, 1, 0, 1, b'k', 0, 1, b'v', 0,
-    ];
-    let v0: Vec<u8> = head.iter().copied().chain([1, 0]).collect();
-    assert_eq!(enc(0), v0, "v0: is_default, is_sensitive");
-    let v1: Vec<u8> = head
-        .iter()
-        .copied()
-        .chain([5, 0, 0, 0, 0, 1, 0, 1, b'k', 0, 1, b'v', 5])
-        .collect();
-    assert_eq!(enc(1), v1, "v1: source, is_sensitive, synonyms");
-    assert_eq!(enc(2), v1);
-    let v3: Vec<u8> = v1.iter().copied().chain([5, 0, 1, b'd']).collect();
-    assert_eq!(enc(3), v3, "v3: config type and documentation");
-    // Our own decoder of the response reads back what was encoded.
-    for v in 0..=3 {
-        let d = described(Reader::new(Bytes::from(enc(v))), v);
-        let mut want = entry.clone();
-        if v == 0 {
-            want.synonyms.clear();
+fn delete_topics_requests_decode_at_every_version_by_name_or_id() {
+    for version in versions_of(DELETE_TOPICS) {
+        let mut req = delete_topics_req(version, &["t", "u"]);
+        if version >= 6 {
+            req.topics.push(
+                km::delete_topics_request::DeleteTopicState::default().with_topic_id(uuid::Uuid::from_bytes([7; 16])),
+            );
         }
-        if v < 3 {
-            (want.config_type, want.documentation) = (0, None);
+        let body = enc(&req, version);
+        let got = decode_delete_topics(&mut Reader::new(Bytes::from(body.clone())), version).unwrap();
+        let mut want = vec![TopicRef::Name("t".into()), TopicRef::Name("u".into())];
+        if version >= 6 {
+            want.push(TopicRef::Id(crate::ids::TopicUuid([7; 16])));
         }
-        assert_eq!(d, vec![(0, resource::TOPIC, "t".to_string(), vec![want])], "v{v}");
+        assert_eq!(got.topics, want, "v{version}");
+        assert_eq!(got.timeout_ms, 5000);
+        truncations_fail(&body, |r| decode_delete_topics(r, version).map(|_| ()));
     }
 }
 
 #[test]
-fn alter_configs_requests_decode_and_results_encode() {
-    let legacy = alter_configs_body(
-        false,
-        &[(2, "t", &[("retention.ms", 0, Some("5")), ("retention.bytes", 0, None)])],
-        true,
-    );
-    assert_eq!(
-        decode_alter_configs(&mut Reader::new(Bytes::from(legacy.clone())), false).unwrap(),
-        AlterConfigsRequest {
-            resources: vec![AlterConfigsResource {
-                resource_type: 2,
-                name: "t".into(),
-                configs: vec![
-                    AlterableConfig {
-                        name: "retention.ms".into(),
-                        op: op::SET,
-                        value: Some("5".into())
-                    },
-                    AlterableConfig {
-                        name: "retention.bytes".into(),
-                        op: op::SET,
-                        value: None
-                    },
-                ],
-            }],
-            validate_only: true,
-        }
-    );
-    assert!(decode_alter_configs(&mut Reader::new(Bytes::from(legacy)), true).is_err());
-    let incremental = alter_configs_body(true, &[(2, "t", &[("cleanup.policy", op::DELETE, None)])], false);
-    let golden: Vec<u8> = [0, 0, 0, 1, 2, 0, 1, b't', 0, 0, 0, 1, 0, 14]
-        .iter()
-        .copied()
-        .chain(*b"cleanup.policy")
-        .chain([1, 0xff, 0xff, 0])
-        .collect();
-    assert_eq!(incremental, golden);
-    let req = decode_alter_configs(&mut Reader::new(Bytes::from(golden)), true).unwrap();
-    assert_eq!(req.resources[0].configs[0].op, op::DELETE);
-    let mut w = Writer::default();
-    encode_alter_configs(
-        &mut w,
-        &[AlterConfigsResult {
-            error_code: acode::INVALID_CONFIG,
-            error_message: Some("m".into()),
-            resource_type: 2,
-            resource_name: "t".into(),
-        }],
-    );
-    assert_eq!(&w.buf[..], &[0, 0, 0, 0, 0, 0, 0, 1, 0, 40, 0, 1, b'm', 2, 0, 1, b't']);
+fn create_partitions_requests_decode_at_every_version() {
+    for version in versions_of(CREATE_PARTITIONS) {
+        let body = enc(
+            &create_partitions_req(&[("t", 4, Some(&[&[1, 2]])), ("u", 2, None)], true),
+            version,
+        );
+        let got = decode_create_partitions(&mut Reader::new(Bytes::from(body.clone())), version).unwrap();
+        assert_eq!(got.topics[0].assignments, Some(vec![vec![1, 2]]), "v{version}");
+        assert_eq!((got.topics[1].name.as_str(), got.topics[1].count), ("u", 2));
+        assert_eq!(got.topics[1].assignments, None);
+        assert!(got.validate_only);
+        truncations_fail(&body, |r| decode_create_partitions(r, version).map(|_| ()));
+    }
 }
 
 #[test]
-fn describe_cluster_encodes_compact_fields_and_tagged_sections() {
+fn describe_configs_requests_decode_at_every_version() {
+    for version in versions_of(DESCRIBE_CONFIGS) {
+        let req = describe_configs_req(&[(2, "t", Some(&["retention.ms"])), (4, "1", None)], true, version >= 3);
+        let body = enc(&req, version);
+        let got = decode_describe_configs(&mut Reader::new(Bytes::from(body.clone())), version).unwrap();
+        assert_eq!(
+            got.resources,
+            vec![
+                DescribeConfigsResource {
+                    resource_type: 2,
+                    name: "t".into(),
+                    keys: Some(vec!["retention.ms".into()])
+                },
+                DescribeConfigsResource {
+                    resource_type: 4,
+                    name: "1".into(),
+                    keys: None
+                },
+            ],
+            "v{version}"
+        );
+        assert!(got.include_synonyms);
+        assert_eq!(got.include_documentation, version >= 3);
+        truncations_fail(&body, |r| decode_describe_configs(r, version).map(|_| ()));
+    }
+}
+
+#[test]
+fn alter_configs_requests_decode_at_every_version() {
+    for incremental in [false, true] {
+        let key = if incremental {
+            INCREMENTAL_ALTER_CONFIGS
+        } else {
+            ALTER_CONFIGS
+        };
+        for version in versions_of(key) {
+            let body = alter_configs_body_at(
+                version,
+                incremental,
+                &[(
+                    2,
+                    "t",
+                    &[
+                        ("retention.ms", op::DELETE, Some("5")),
+                        ("cleanup.policy", op::SET, None),
+                    ],
+                )],
+                true,
+            );
+            let got = decode_alter_configs(&mut Reader::new(Bytes::from(body.clone())), version, incremental).unwrap();
+            let first_op = if incremental { op::DELETE } else { op::SET };
+            assert_eq!(
+                got,
+                AlterConfigsRequest {
+                    resources: vec![AlterConfigsResource {
+                        resource_type: 2,
+                        name: "t".into(),
+                        configs: vec![
+                            AlterableConfig {
+                                name: "retention.ms".into(),
+                                op: first_op,
+                                value: Some("5".into())
+                            },
+                            AlterableConfig {
+                                name: "cleanup.policy".into(),
+                                op: op::SET,
+                                value: None
+                            },
+                        ],
+                    }],
+                    validate_only: true,
+                },
+                "key {key} v{version}"
+            );
+            truncations_fail(&body, |r| decode_alter_configs(r, version, incremental).map(|_| ()));
+        }
+    }
+}
+
+#[test]
+fn describe_cluster_requests_decode_at_every_version() {
+    for version in versions_of(DESCRIBE_CLUSTER) {
+        let req = km::DescribeClusterRequest::default()
+            .with_include_cluster_authorized_operations(true)
+            .with_endpoint_type(if version >= 1 { endpoint::CONTROLLERS } else { 1 })
+            .with_include_fenced_brokers(version >= 2);
+        let body = enc(&req, version);
+        let got = decode_describe_cluster(&mut Reader::new(Bytes::from(body.clone())), version).unwrap();
+        assert_eq!(
+            got,
+            DescribeClusterRequest {
+                include_cluster_authorized_operations: true,
+                endpoint_type: if version >= 1 {
+                    endpoint::CONTROLLERS
+                } else {
+                    endpoint::BROKERS
+                },
+                include_fenced_brokers: version >= 2,
+            }
+        );
+        truncations_fail(&body, |r| decode_describe_cluster(r, version).map(|_| ()));
+    }
+}
+
+fn response_reader(w: Writer) -> Bytes {
+    w.buf.freeze()
+}
+
+fn decode_exact<M: Decodable>(b: Bytes, version: i16) -> M {
+    let mut b = b;
+    let m = M::decode(&mut b, version).unwrap();
+    assert!(b.is_empty(), "v{version}: {} bytes left", b.len());
+    m
+}
+
+fn sample_entry() -> ConfigEntry {
+    ConfigEntry {
+        name: "retention.ms".into(),
+        value: Some("5".into()),
+        read_only: false,
+        source: source::DYNAMIC_TOPIC_CONFIG,
+        is_sensitive: false,
+        synonyms: vec![("retention.ms".into(), Some("5".into()), source::DYNAMIC_TOPIC_CONFIG)],
+        config_type: config_type::LONG,
+        documentation: Some("doc".into()),
+    }
+}
+
+#[test]
+fn topic_results_decode_with_kafka_protocol_at_every_version() {
+    let made = TopicResult {
+        name: Some("t".into()),
+        topic_id: crate::ids::TopicUuid([9; 16]),
+        created: Some(Created {
+            num_partitions: 3,
+            replication_factor: 1,
+            configs: vec![sample_entry()],
+        }),
+        ..TopicResult::default()
+    };
+    let failed = TopicResult {
+        name: Some("u".into()),
+        error_code: acode::TOPIC_ALREADY_EXISTS,
+        error_message: Some("exists".into()),
+        ..TopicResult::default()
+    };
+    for version in versions_of(CREATE_TOPICS) {
+        let mut w = Writer::default();
+        encode_create_topics(&mut w, version, &[made.clone(), failed.clone()]).unwrap();
+        let r: km::CreateTopicsResponse = decode_exact(response_reader(w), version);
+        assert_eq!(r.topics[0].name.0.as_str(), "t");
+        assert_eq!(r.topics[1].error_code, acode::TOPIC_ALREADY_EXISTS);
+        assert_eq!(r.topics[1].error_message.as_deref(), Some("exists"));
+        if version >= 5 {
+            assert_eq!((r.topics[0].num_partitions, r.topics[0].replication_factor), (3, 1));
+            let configs = r.topics[0].configs.as_ref().unwrap();
+            assert_eq!(configs[0].name.as_str(), "retention.ms");
+            assert_eq!(configs[0].config_source, source::DYNAMIC_TOPIC_CONFIG);
+            assert_eq!(r.topics[1].num_partitions, -1);
+        }
+        if version >= 7 {
+            assert_eq!(r.topics[0].topic_id, uuid::Uuid::from_bytes([9; 16]));
+        }
+    }
+    let unknown_id = TopicResult {
+        name: None,
+        error_code: acode::UNKNOWN_TOPIC_ID,
+        error_message: Some("no topic has that id".into()),
+        topic_id: crate::ids::TopicUuid([4; 16]),
+        created: None,
+    };
+    for version in versions_of(DELETE_TOPICS) {
+        let results = if version >= 6 {
+            vec![failed.clone(), unknown_id.clone()]
+        } else {
+            vec![failed.clone()]
+        };
+        let mut w = Writer::default();
+        encode_delete_topics(&mut w, version, &results).unwrap();
+        let r: km::DeleteTopicsResponse = decode_exact(response_reader(w), version);
+        assert_eq!(r.responses[0].name.as_ref().unwrap().0.as_str(), "u");
+        assert_eq!(r.responses[0].error_code, acode::TOPIC_ALREADY_EXISTS);
+        if version >= 5 {
+            assert_eq!(r.responses[0].error_message.as_deref(), Some("exists"));
+        }
+        if version >= 6 {
+            assert_eq!(r.responses[1].name, None);
+            assert_eq!(r.responses[1].topic_id, uuid::Uuid::from_bytes([4; 16]));
+            assert_eq!(r.responses[1].error_code, acode::UNKNOWN_TOPIC_ID);
+        }
+    }
+    for version in versions_of(CREATE_PARTITIONS) {
+        let mut w = Writer::default();
+        encode_create_partitions(&mut w, version, std::slice::from_ref(&failed)).unwrap();
+        let r: km::CreatePartitionsResponse = decode_exact(response_reader(w), version);
+        assert_eq!(r.results[0].name.0.as_str(), "u");
+        assert_eq!(r.results[0].error_message.as_deref(), Some("exists"));
+    }
+}
+
+#[test]
+fn describe_configs_responses_decode_with_kafka_protocol_at_every_version() {
+    let res = DescribeConfigsResult {
+        error_code: 0,
+        error_message: None,
+        resource_type: resource::TOPIC,
+        resource_name: "t".into(),
+        configs: vec![sample_entry()],
+    };
+    for version in versions_of(DESCRIBE_CONFIGS) {
+        let mut w = Writer::default();
+        encode_describe_configs(&mut w, version, std::slice::from_ref(&res)).unwrap();
+        let r: km::DescribeConfigsResponse = decode_exact(response_reader(w), version);
+        let c = &r.results[0].configs[0];
+        assert_eq!((c.name.as_str(), c.value.as_deref()), ("retention.ms", Some("5")));
+        assert_eq!(c.config_source, source::DYNAMIC_TOPIC_CONFIG);
+        assert_eq!(c.synonyms.len(), 1);
+        if version >= 3 {
+            assert_eq!(c.config_type, config_type::LONG);
+            assert_eq!(c.documentation.as_deref(), Some("doc"));
+        }
+    }
+}
+
+#[test]
+fn alter_and_describe_cluster_responses_decode_with_kafka_protocol_at_every_version() {
+    let res = AlterConfigsResult {
+        error_code: acode::INVALID_CONFIG,
+        error_message: Some("no".into()),
+        resource_type: resource::TOPIC,
+        resource_name: "t".into(),
+    };
+    for (incremental, key) in [(false, ALTER_CONFIGS), (true, INCREMENTAL_ALTER_CONFIGS)] {
+        for version in versions_of(key) {
+            let mut w = Writer::default();
+            encode_alter_configs(&mut w, version, incremental, std::slice::from_ref(&res)).unwrap();
+            let b = response_reader(w);
+            let (e, m) = if incremental {
+                let r: km::IncrementalAlterConfigsResponse = decode_exact(b, version);
+                (r.responses[0].error_code, r.responses[0].error_message.clone())
+            } else {
+                let r: km::AlterConfigsResponse = decode_exact(b, version);
+                (r.responses[0].error_code, r.responses[0].error_message.clone())
+            };
+            assert_eq!((e, m.as_deref()), (acode::INVALID_CONFIG, Some("no")));
+        }
+    }
     let resp = DescribeClusterResponse {
         error_code: 0,
         error_message: None,
         endpoint_type: endpoint::BROKERS,
         cluster_id: "c".into(),
         controller: 7,
-        brokers: vec![Broker {
-            node_id: 7,
-            host: "h".into(),
-            port: 9092,
+        brokers: vec![ClusterBroker {
+            broker: Broker {
+                node_id: 7,
+                host: "h".into(),
+                port: 9092,
+            },
+            fenced: true,
         }],
     };
-    let enc = |v| {
+    for version in versions_of(DESCRIBE_CLUSTER) {
         let mut w = Writer::default();
-        encode_describe_cluster(&mut w, v, &resp);
-        w.buf.to_vec()
-    };
-    let tail = [
-        2, b'c', // cluster id
-        0, 0, 0, 7, // controller
-        2, // one broker
-        0, 0, 0, 7, 2, b'h', 0, 0, 0x23, 0x84, 0, 0, // id, host, port, rack, tags
-        0x80, 0, 0, 0, // cluster authorized operations
-        0, // tags
-    ];
-    // throttle, error, error message (null), [v1: endpoint type], the rest.
-    let v0: Vec<u8> = [0, 0, 0, 0, 0, 0, 0].iter().chain(&tail).copied().collect();
-    assert_eq!(enc(0), v0);
-    let v1: Vec<u8> = [0, 0, 0, 0, 0, 0, 0, 1].iter().chain(&tail).copied().collect();
-    assert_eq!(enc(1), v1);
-
-    let req = |b: &'static [u8], v| decode_describe_cluster(&mut Reader::new(Bytes::from_static(b)), v);
-    assert_eq!(
-        req(&[1, 0], 0).unwrap(),
-        DescribeClusterRequest {
-            include_cluster_authorized_operations: true,
-            endpoint_type: endpoint::BROKERS
-        }
-    );
-    assert_eq!(req(&[0, 2, 0], 1).unwrap().endpoint_type, endpoint::CONTROLLERS);
-    assert!(req(&[0], 0).is_err(), "tagged fields are required");
-    assert!(req(&[0, 0], 1).is_err(), "v1 has an endpoint type");
+        encode_describe_cluster(&mut w, version, &resp).unwrap();
+        let r: km::DescribeClusterResponse = decode_exact(response_reader(w), version);
+        assert_eq!((r.cluster_id.as_str(), r.controller_id.0), ("c", 7));
+        let b = &r.brokers[0];
+        assert_eq!((b.broker_id.0, b.host.as_str(), b.port), (7, "h", 9092));
+        assert_eq!(b.is_fenced, version >= 2);
+        assert_eq!(r.cluster_authorized_operations, i32::MIN);
+    }
 }
 
 #[test]
@@ -546,48 +755,63 @@ fn admin_decoders_are_bounded_under_random_frames() {
             DELETE_TOPICS => decode_delete_topics(&mut r, *version).map(|_| ()),
             CREATE_PARTITIONS => decode_create_partitions(&mut r, *version).map(|_| ()),
             DESCRIBE_CONFIGS => decode_describe_configs(&mut r, *version).map(|_| ()),
-            ALTER_CONFIGS => decode_alter_configs(&mut r, false).map(|_| ()),
-            INCREMENTAL_ALTER_CONFIGS => decode_alter_configs(&mut r, true).map(|_| ()),
+            ALTER_CONFIGS => decode_alter_configs(&mut r, *version, false).map(|_| ()),
+            INCREMENTAL_ALTER_CONFIGS => decode_alter_configs(&mut r, *version, true).map(|_| ()),
             _ => decode_describe_cluster(&mut r, *version).map(|_| ()),
         };
     }
     // A lying count is refused before anything is allocated.
     let mut r = Reader::new(Bytes::from_static(&[0x7f, 0xff, 0xff, 0xff, 0, 0, 0, 0]));
     assert!(decode_create_topics(&mut r, 4).is_err());
+    let mut r = Reader::new(Bytes::from_static(&[0xff, 0xff, 0xff, 0xff, 0x0f, 0, 0, 0, 0]));
+    assert!(decode_create_topics(&mut r, 7).is_err(), "a compact count of 4 billion");
 }
 
-/// A valid body of every admin API, for fuzzing.
+/// A valid body of every admin API at every version, for fuzzing.
 fn admin_bodies() -> Vec<(i16, i16, Vec<u8>)> {
-    vec![
-        (
+    let mut out = Vec::new();
+    for v in versions_of(CREATE_TOPICS) {
+        out.push((
             CREATE_TOPICS,
-            4,
-            create_topics_body(4, &[("t", 3, -1, &[("retention.ms", Some("5"))])], false),
-        ),
-        (DELETE_TOPICS, 3, delete_topics_body(&["t", "u"])),
-        (
+            v,
+            create_topics_body(v, &[("t", 3, -1, &[("retention.ms", Some("5"))])], false),
+        ));
+    }
+    for v in versions_of(DELETE_TOPICS) {
+        out.push((DELETE_TOPICS, v, delete_topics_body_at(v, &["t", "u"])));
+    }
+    for v in versions_of(CREATE_PARTITIONS) {
+        out.push((
             CREATE_PARTITIONS,
-            1,
-            create_partitions_body(&[("t", 4, Some(&[&[1, 2]]))], false),
-        ),
-        (
+            v,
+            enc(&create_partitions_req(&[("t", 4, Some(&[&[1, 2]]))], false), v),
+        ));
+    }
+    for v in versions_of(DESCRIBE_CONFIGS) {
+        out.push((
             DESCRIBE_CONFIGS,
-            3,
-            describe_configs_body(3, &[(2, "t", Some(&["retention.ms"]))], true, true),
-        ),
-        (
+            v,
+            describe_configs_body(v, &[(2, "t", Some(&["retention.ms"]))], true, true),
+        ));
+    }
+    for v in versions_of(ALTER_CONFIGS) {
+        out.push((
             ALTER_CONFIGS,
-            1,
-            alter_configs_body(false, &[(2, "t", &[("retention.ms", 0, Some("5"))])], false),
-        ),
-        (
+            v,
+            alter_configs_body_at(v, false, &[(2, "t", &[("retention.ms", 0, Some("5"))])], false),
+        ));
+    }
+    for v in versions_of(INCREMENTAL_ALTER_CONFIGS) {
+        out.push((
             INCREMENTAL_ALTER_CONFIGS,
-            0,
-            alter_configs_body(true, &[(2, "t", &[("retention.ms", 1, None)])], false),
-        ),
-        (DESCRIBE_CLUSTER, 0, vec![0, 0]),
-        (DESCRIBE_CLUSTER, 1, vec![0, 1, 0]),
-    ]
+            v,
+            alter_configs_body_at(v, true, &[(2, "t", &[("retention.ms", 1, None)])], false),
+        ));
+    }
+    for v in versions_of(DESCRIBE_CLUSTER) {
+        out.push((DESCRIBE_CLUSTER, v, enc(&km::DescribeClusterRequest::default(), v)));
+    }
+    out
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -640,7 +864,7 @@ async fn create_topics_creates_validates_and_refuses_with_kafka_codes() {
     wait_open(engine, "a").await;
 
     // validate_only creates nothing, but reports what creating would.
-    let got = create_topics(engine, 1, &[("v", 2, 3, &[]), ("a", 1, 1, &[])], true).await;
+    let got = create_topics(engine, 2, &[("v", 2, 3, &[]), ("a", 1, 1, &[])], true).await;
     assert_eq!(errors(&got), [0, acode::TOPIC_ALREADY_EXISTS]);
     assert!(engine.topics.describe_topic("v").is_err());
 
@@ -689,24 +913,37 @@ async fn create_topics_creates_validates_and_refuses_with_kafka_codes() {
     assert_eq!(names, ["a", "b"], "nothing else was created");
 
     // Manual assignments are refused (placement is automatic).
-    let mut w = Writer::default();
-    w.array_len(1);
-    w.string("manual");
-    w.i32(-1);
-    w.i16(-1);
-    w.array_len(1);
-    w.i32(0);
-    w.array_len(1);
-    w.i32(broker_id("n1"));
-    w.array_len(0);
-    w.i32(1000);
-    w.bool(false);
-    let got = topic_results(admin_call(engine, CREATE_TOPICS, 3, &w.buf).await, CREATE_TOPICS, 3);
+    let mut req = create_topics_req(&[("manual", -1, -1, &[])], false);
+    req.topics[0].assignments = vec![km::create_topics_request::CreatableReplicaAssignment::default()
+        .with_partition_index(0)
+        .with_broker_ids(vec![broker_id("n1").into()])];
+    let got = topic_results(
+        admin_call(engine, CREATE_TOPICS, 3, &enc(&req, 3)).await,
+        CREATE_TOPICS,
+        3,
+    );
     assert_eq!(errors(&got), [acode::INVALID_REPLICA_ASSIGNMENT]);
 
-    // v0 answers carry no message.
-    let got = create_topics(engine, 0, &[("a", 1, 1, &[])], false).await;
-    assert_eq!(got, vec![("a".into(), acode::TOPIC_ALREADY_EXISTS, None)]);
+    // v7 (flexible) answers with the topic id, what was created and its configs.
+    let body = create_topics_body(
+        7,
+        &[("c7", -1, -1, &[("retention.ms", Some("5000"))]), ("a", 1, 1, &[])],
+        false,
+    );
+    let resp: km::CreateTopicsResponse = decoded(admin_call(engine, CREATE_TOPICS, 7, &body).await, CREATE_TOPICS, 7);
+    let (made, exists) = (&resp.topics[0], &resp.topics[1]);
+    let c7 = engine.topics.describe_topic("c7").unwrap();
+    assert_eq!(made.error_code, 0);
+    assert_eq!(made.topic_id, uuid::Uuid::from_bytes(c7.topic_id.0));
+    assert!(!c7.topic_id.is_zero());
+    assert_eq!((made.num_partitions, made.replication_factor), (1, 1), "-1 defaults");
+    let configs = made.configs.as_ref().unwrap();
+    let retention = configs.iter().find(|c| c.name.as_str() == "retention.ms").unwrap();
+    assert_eq!(retention.value.as_deref(), Some("5000"));
+    assert_eq!(retention.config_source, source::DYNAMIC_TOPIC_CONFIG);
+    assert_eq!(configs.len(), 3);
+    assert_eq!(exists.error_code, acode::TOPIC_ALREADY_EXISTS);
+    assert!(exists.topic_id.is_nil() && exists.error_message.is_some());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -715,14 +952,14 @@ async fn delete_topics_deletes_and_says_which_are_unknown() {
     let engine = &node.services();
     engine.topics.create_topic("x", 2, Default::default()).await.unwrap();
     engine.topics.create_topic("y", 1, Default::default()).await.unwrap();
-    for version in [0, 3] {
-        let body = delete_topics_body(&["x", "nope"]);
+    for version in [1, 3] {
+        let body = delete_topics_body_at(version, &["x", "nope"]);
         let got = topic_results(
             admin_call(engine, DELETE_TOPICS, version, &body).await,
             DELETE_TOPICS,
             version,
         );
-        let want_x = if version == 0 {
+        let want_x = if version == 1 {
             0
         } else {
             code::UNKNOWN_TOPIC_OR_PARTITION
@@ -734,6 +971,35 @@ async fn delete_topics_deletes_and_says_which_are_unknown() {
     let got = topic_results(admin_call(engine, DELETE_TOPICS, 1, &body).await, DELETE_TOPICS, 1);
     assert_eq!(errors(&got), [code::INVALID_REQUEST, code::INVALID_REQUEST]);
     assert!(engine.topics.describe_topic("y").is_ok(), "a duplicate deletes nothing");
+
+    // v6: by topic id (and by name); an id no topic has is UNKNOWN_TOPIC_ID.
+    let y = engine.topics.describe_topic("y").unwrap().topic_id;
+    let mut req = delete_topics_req(6, &["nope"]);
+    for id in [y.0, [5; 16]] {
+        req.topics
+            .push(km::delete_topics_request::DeleteTopicState::default().with_topic_id(uuid::Uuid::from_bytes(id)));
+    }
+    let resp: km::DeleteTopicsResponse = decoded(
+        admin_call(engine, DELETE_TOPICS, 6, &enc(&req, 6)).await,
+        DELETE_TOPICS,
+        6,
+    );
+    let got: Vec<_> = resp
+        .responses
+        .iter()
+        .map(|r| (r.name.as_ref().map(|n| n.0.to_string()), r.error_code))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (Some("nope".into()), code::UNKNOWN_TOPIC_OR_PARTITION),
+            (Some("y".into()), 0),
+            (None, acode::UNKNOWN_TOPIC_ID),
+        ]
+    );
+    assert_eq!(resp.responses[1].topic_id, uuid::Uuid::from_bytes(y.0));
+    assert!(resp.responses[0].error_message.is_some(), "v5+ say why");
+    assert!(engine.topics.describe_topic("y").is_err(), "deleted by id");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -841,7 +1107,7 @@ async fn describe_configs_shows_defaults_set_values_and_their_sources() {
     assert_eq!(configs.len(), 1, "unknown keys are left out");
     let c = &configs[0];
     assert_eq!(c.value.as_deref(), Some("1000"));
-    assert!(!c.read_only && !c.is_sensitive && !c.is_default);
+    assert!(!c.read_only && !c.is_sensitive && c.source != source::DEFAULT_CONFIG);
     assert_eq!(c.config_type, config_type::LONG);
     assert!(c.documentation.is_some());
     assert_eq!(
@@ -851,9 +1117,9 @@ async fn describe_configs_shows_defaults_set_values_and_their_sources() {
             ("retention.ms".into(), Some("-1".into()), source::DEFAULT_CONFIG),
         ]
     );
-    // v0: is_default; an unknown topic, a broker (no configs), a group (unsupported).
+    // v4 (flexible): an unknown topic, a broker (no configs), a group (unsupported).
     let body = describe_configs_body(
-        0,
+        4,
         &[
             (resource::TOPIC, "c", Some(&["cleanup.policy"])),
             (resource::TOPIC, "nope", None),
@@ -863,9 +1129,9 @@ async fn describe_configs_shows_defaults_set_values_and_their_sources() {
         false,
         false,
     );
-    let d = described(admin_call(engine, DESCRIBE_CONFIGS, 0, &body).await, 0);
+    let d = described(admin_call(engine, DESCRIBE_CONFIGS, 4, &body).await, 4);
     assert_eq!(d[0].3[0].name, "cleanup.policy");
-    assert!(d[0].3[0].is_default);
+    assert_eq!(d[0].3[0].source, source::DEFAULT_CONFIG);
     assert_eq!(
         d.iter().map(|r| (r.0, r.3.len())).collect::<Vec<_>>(),
         [
@@ -1178,13 +1444,14 @@ async fn api_versions_advertises_the_admin_apis() {
         got.push((r.i16().unwrap(), r.i16().unwrap(), r.i16().unwrap()));
     }
     for api in [
-        (19, 0, 4),
-        (20, 0, 3),
-        (32, 0, 3),
-        (33, 0, 1),
-        (37, 0, 1),
-        (44, 0, 0),
-        (60, 0, 1),
+        (19, 2, 7),
+        (20, 1, 6),
+        (32, 1, 4),
+        (33, 0, 2),
+        (37, 0, 3),
+        (44, 0, 1),
+        (60, 0, 2),
+        (22, 0, 5),
     ] {
         assert!(got.contains(&api), "{api:?}");
     }
