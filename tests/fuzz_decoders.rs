@@ -4,7 +4,8 @@
 //! layer (length caps before and after login, the request byte budgets),
 //! HTTP append bodies
 //! (through the router), WAL segments and fence markers, data-object
-//! footers, record batches, and metadata-log entries and snapshots.
+//! footers, record batches, SASL/SCRAM messages, and metadata-log entries
+//! and snapshots.
 //!
 //! Each target gets arbitrary bytes and mutations of valid encodings
 //! (bytes flipped to extremes, truncated, extended, spliced). The only
@@ -685,6 +686,28 @@ fn record_batches_decode_or_fail_without_panicking() {
         let _ = parse_batch("batch", b);
         let _ = decode_records("batch", b);
     });
+}
+
+#[test]
+fn scram_messages_parse_or_fail_without_panicking() {
+    use sluice::auth::scram::{client_final, Challenge, ClientFirst, Credential, Mechanism};
+    for m in Mechanism::ALL {
+        let first = ClientFirst::parse(b"n,,n=0123456789abcdef,r=fuzznonce").unwrap();
+        let credential = Credential::derive(m, b"slc_0123456789abcdef_pw", &[7; 16], 4096);
+        let (challenge, server_first) = Challenge::new(&first, credential, "servernonce");
+        let server_first = String::from_utf8(server_first).unwrap();
+        let (last, _) = client_final(m, "slc_0123456789abcdef_pw", &first.bare, &server_first).unwrap();
+        let firsts = vec![
+            b"n,,n=0123456789abcdef,r=fuzznonce".to_vec(),
+            b"n,a=us=2Cer,n=us=2Cer,r=abc,tokenauth=true".to_vec(),
+        ];
+        fuzz("scram-client-first", firsts, |b| {
+            let _ = ClientFirst::parse(b);
+        });
+        fuzz("scram-client-final", vec![last.into_bytes()], |b| {
+            let _ = challenge.finish(b);
+        });
+    }
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! belongs to, and issuing, listing and revoking tokens.
 
 use super::ApiResult;
+use crate::auth::scram::{Credential, Mechanism};
 use crate::auth::{AuthFailure, IssuedToken, NewToken, Principal, TokenInfo};
 use async_trait::async_trait;
 
@@ -13,6 +14,15 @@ pub trait Tokens: Send + Sync + 'static {
 
     /// Who presented `secret`, checked against this node's applied view.
     fn authenticate(&self, secret: &str) -> Result<Principal, AuthFailure>;
+
+    /// The SCRAM verifier of `user` (a token id) for `mechanism`: `Err` if
+    /// no valid token has that id, `Ok(None)` if the token has no
+    /// credential for it (issued before Sluice spoke SCRAM).
+    fn scram_credential(&self, user: &str, mechanism: Mechanism) -> Result<Option<Credential>, AuthFailure>;
+
+    /// Who the token with this id is now, without its secret: how a SCRAM
+    /// login (which proved the secret) is checked again on each request.
+    fn authenticate_id(&self, id: &str) -> Result<Principal, AuthFailure>;
 
     /// Issue a token; the answer holds its secret, shown this once.
     async fn create_token(&self, req: NewToken) -> ApiResult<IssuedToken>;

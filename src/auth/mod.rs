@@ -6,6 +6,8 @@
 //!   runs as.
 //! - [`token`]: token secrets, their stored hashes, the [`TokenRecord`] the
 //!   metadata log keeps, and [`Secret`], a string that never prints.
+//! - [`scram`]: the SCRAM verifiers a token record keeps and the server
+//!   side of the SCRAM exchange (Kafka's SCRAM-SHA-256/512 login).
 //! - [`Auth`] (here): checks a presented secret against the bootstrap admin
 //!   secret and the tokens of this node's applied view.
 //!
@@ -15,6 +17,7 @@
 //! log line, a metric label or an error message.
 
 pub mod scope;
+pub mod scram;
 pub mod token;
 
 #[cfg(test)]
@@ -130,6 +133,15 @@ impl Auth {
         if !record.hash.matches(&hash) {
             return Err(AuthFailure::BadSecret);
         }
+        self.admit(Some(record))
+    }
+
+    /// Who the token `record` (looked up by id in the caller's applied
+    /// view; `None`: no such token, or revoked) is now, for a login whose
+    /// secret was proven otherwise (SCRAM) and is checked again later:
+    /// refused once expired, revoked, or never issued by an admin.
+    pub fn admit(&self, record: Option<TokenRecord>) -> Result<Principal, AuthFailure> {
+        let record = record.ok_or(AuthFailure::Unknown)?;
         if record.expired(self.now_ms()) {
             return Err(AuthFailure::Expired);
         }

@@ -126,6 +126,12 @@ pub struct TokenRecord {
     /// honoured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub issued_by: Option<String>,
+    /// SCRAM verifiers of the token (salted, iterated: see
+    /// [`super::scram`]), at most one per mechanism, for the SCRAM user
+    /// named by [`Self::id`]. Tokens issued before Sluice spoke SCRAM have
+    /// none (they log in with PLAIN).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scram: Vec<super::scram::Credential>,
 }
 
 /// Longest token name accepted.
@@ -160,7 +166,18 @@ impl TokenRecord {
                 return Err("a token must expire after it is created".into());
             }
         }
+        for (i, c) in self.scram.iter().enumerate() {
+            c.validate()?;
+            if self.scram[..i].iter().any(|o| o.mechanism == c.mechanism) {
+                return Err(format!("a token has one {} credential", c.mechanism));
+            }
+        }
         Ok(())
+    }
+
+    /// The token's SCRAM verifier for `mechanism`, if it has one.
+    pub fn scram(&self, mechanism: super::scram::Mechanism) -> Option<&super::scram::Credential> {
+        self.scram.iter().find(|c| c.mechanism == mechanism)
     }
 
     pub fn expired(&self, now_ms: i64) -> bool {
@@ -174,9 +191,11 @@ fn is_token_id(id: &str) -> bool {
 
 const PREFIX: &str = "slc_";
 
-/// A new token: its secret (shown once) and the record to store. Secrets
-/// come from the operating system's CSPRNG, never from a seeded generator
-/// (the injected, reproducible randomness is for simulation, not secrets).
+/// A new token: its secret (shown once) and the record to store, with its
+/// SCRAM-SHA-256 and -512 verifiers (the whole token is the SCRAM
+/// password). Secrets and salts come from the operating system's CSPRNG,
+/// never from a seeded generator (the injected, reproducible randomness is
+/// for simulation, not secrets).
 pub fn issue(
     name: &str,
     scopes: Vec<Scope>,
@@ -199,6 +218,10 @@ pub fn issue(
         created_at_ms,
         expires_at_ms,
         issued_by: Some(issued_by.to_string()),
+        scram: super::scram::Mechanism::ALL
+            .into_iter()
+            .map(|m| super::scram::Credential::issue(m, &token))
+            .collect(),
     };
     (Secret(token), record)
 }

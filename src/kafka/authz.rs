@@ -16,7 +16,7 @@
 //! | group offsets | offset_groups | nothing |
 //! | producer ids | init_producer_id | nothing |
 //! | tokens | create_token, revoke_token, list_tokens (empty otherwise) | cluster admin |
-//! | tokens | auth_required, authenticate | nothing |
+//! | tokens | auth_required, authenticate, scram_credential, authenticate_id | nothing |
 //! | cluster | transfer, drain | cluster admin |
 //! | cluster | ready, nodes, live_reads_ended, sync_metadata, catch_up_to | nothing |
 //! | cluster | is_peer | always false: a client is never a peer |
@@ -239,6 +239,16 @@ impl Tokens for Scoped<dyn Tokens> {
     }
     fn authenticate(&self, secret: &str) -> Result<Principal, AuthFailure> {
         self.inner.authenticate(secret)
+    }
+    fn scram_credential(
+        &self,
+        user: &str,
+        mechanism: crate::auth::scram::Mechanism,
+    ) -> Result<Option<crate::auth::scram::Credential>, AuthFailure> {
+        self.inner.scram_credential(user, mechanism)
+    }
+    fn authenticate_id(&self, id: &str) -> Result<Principal, AuthFailure> {
+        self.inner.authenticate_id(id)
     }
     async fn create_token(&self, req: NewToken) -> ApiResult<IssuedToken> {
         self.need_cluster_admin()?;

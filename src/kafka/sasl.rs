@@ -1,21 +1,29 @@
 //! SASL on the Kafka port: SaslHandshake (v0–1), SaslAuthenticate (v0–2)
-//! and the PLAIN mechanism, whose password is a Sluice token (the user
-//! name is free and ignored).
+//! and the PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 mechanisms. PLAIN's
+//! password is a Sluice token (the user name is free and ignored); SCRAM's
+//! user name is the token's id and its password the whole token, checked
+//! against the salted verifiers the token record keeps
+//! ([`crate::auth::scram`]).
 //!
 //! Each connection has a [`Session`]. With `--auth on`, until it has
 //! authenticated only ApiVersions, SaslHandshake and SaslAuthenticate are
 //! answered; any other request closes the connection (as a Kafka broker
-//! does). After a v0 handshake the next frame is the bare PLAIN message
-//! without a request header (Kafka's original framing), answered with an
-//! empty frame. Once authenticated, the token is checked again on every
-//! request and, by the connection, every [`super::TOKEN_RECHECK`] while it
-//! is quiet ([`Session::recheck`]), so revoking it or its expiry closes the
-//! connection within a second even if the client sends nothing.
+//! does). After a v0 handshake the next frames are the bare SASL messages
+//! without a request header (Kafka's original framing), answered with bare
+//! frames (empty for PLAIN). A failed login is answered (v1 framing) and the
+//! connection is closed at its next request. Once authenticated, the token
+//! is checked again on every request and, by the connection, every
+//! [`super::TOKEN_RECHECK`] while it is quiet ([`Session::recheck`]), so
+//! revoking it or its expiry closes the connection within a second even if
+//! the client sends nothing — whichever mechanism logged in.
 
 use super::wire::{DecodeError, DecodeResult, Reader, Writer};
 use crate::api::Tokens;
+use crate::auth::scram::{self, Challenge, ClientFirst, Mechanism, ScramError};
 use crate::auth::{AuthFailure, Principal, Secret};
 use bytes::{BufMut, Bytes};
+use kafka_protocol::messages::{SaslAuthenticateResponse, SaslHandshakeResponse};
+use kafka_protocol::protocol::StrBytes;
 use std::sync::{Arc, Mutex};
 
 pub const SASL_HANDSHAKE: i16 = 17;
@@ -25,21 +33,58 @@ pub const UNSUPPORTED_SASL_MECHANISM: i16 = 33;
 pub const ILLEGAL_SASL_STATE: i16 = 34;
 pub const SASL_AUTHENTICATION_FAILED: i16 = 58;
 
-/// The one mechanism offered.
 pub const PLAIN: &str = "PLAIN";
 
-/// Longest SASL message accepted (a PLAIN message is two names and a token).
+/// The mechanisms offered, in the order SaslHandshake lists them.
+pub const MECHANISMS: [&str; 3] = [PLAIN, "SCRAM-SHA-256", "SCRAM-SHA-512"];
+
+/// Longest SASL message accepted (a PLAIN message is two names and a token;
+/// SCRAM messages are held to [`scram::MAX_MESSAGE_BYTES`]).
 const MAX_SASL_BYTES: usize = 4096;
 
-/// Where a connection is in the SASL exchange.
-#[derive(Debug, Clone, Default)]
+/// A mechanism chosen by SaslHandshake.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mech {
+    Plain,
+    Scram(Mechanism),
+}
+
+impl Mech {
+    fn from_name(name: &str) -> Option<Self> {
+        if name == PLAIN {
+            return Some(Mech::Plain);
+        }
+        Mechanism::from_name(name).map(Mech::Scram)
+    }
+}
+
+/// Who a session logged in as, checked again on every request.
+#[derive(Debug, Clone)]
+enum Login {
+    /// PLAIN: the token itself.
+    Token(Arc<Secret>),
+    /// SCRAM: the id of the token whose secret the proof showed.
+    TokenId(Arc<str>),
+}
+
+/// Where a connection is in the SASL exchange. Small: before login a
+/// connection holds at most one [`Challenge`] (under 1 KiB).
+#[derive(Debug, Default)]
 enum State {
     #[default]
     Start,
-    /// PLAIN was chosen; `raw`: a v0 handshake, the next frame is the bare token.
-    Handshaken { raw: bool },
-    /// Logged in with this token (checked again on every request).
-    Authenticated(Arc<Secret>),
+    /// A mechanism was chosen; `raw`: a v0 handshake, the next frames are
+    /// bare SASL messages.
+    Handshaken {
+        mech: Mech,
+        raw: bool,
+    },
+    /// SCRAM's server-first message went out; the client-final is next.
+    Challenged {
+        challenge: Box<Challenge>,
+        raw: bool,
+    },
+    Authenticated(Login),
     /// A login failed; nothing more is answered.
     Failed,
 }
@@ -68,20 +113,49 @@ pub enum Gate {
     Serve(Option<Arc<Principal>>),
     /// A SASL request: serve it without a principal.
     Sasl,
-    /// Answer this frame as is: the reply to a bare v0 PLAIN message.
+    /// Answer this frame as is: the reply to a bare (v0 framing) SASL message.
     Raw(Bytes),
     /// Close the connection, for this reason (logged; never a secret).
     Close(&'static str),
 }
 
+/// One SASL message's outcome.
+enum Step {
+    /// Logged in; this is the last server message (empty for PLAIN).
+    Done(Bytes),
+    /// The exchange goes on: this is the server's challenge.
+    Continue(Bytes),
+}
+
+/// A refused SASL message: the session is failed and the client told this.
+struct Refused {
+    code: i16,
+    message: String,
+}
+
+/// What a connection is doing, without the state's contents.
+enum Phase {
+    Raw,
+    Logged(Login),
+    Other,
+}
+
 impl Session {
+    fn phase(&self) -> Phase {
+        match &*self.state.lock().unwrap() {
+            State::Handshaken { raw: true, .. } | State::Challenged { raw: true, .. } => Phase::Raw,
+            State::Authenticated(login) => Phase::Logged(login.clone()),
+            _ => Phase::Other,
+        }
+    }
+
     /// Decide what to do with a frame of api `key` before decoding it.
     pub fn gate(&self, tokens: &dyn Tokens, key: i16, frame: &Bytes) -> Gate {
-        let state = self.state.lock().unwrap().clone();
-        if let State::Handshaken { raw: true } = state {
-            return match self.login(tokens, frame) {
-                Ok(()) => Gate::Raw(Bytes::new()),
-                Err(_) => Gate::Close("SASL/PLAIN (v0 framing) authentication failed"),
+        let phase = self.phase();
+        if let Phase::Raw = phase {
+            return match self.step(tokens, frame) {
+                Ok(Step::Done(reply) | Step::Continue(reply)) => Gate::Raw(reply),
+                Err(_) => Gate::Close("SASL (v0 framing) authentication failed"),
             };
         }
         if matches!(key, SASL_HANDSHAKE | SASL_AUTHENTICATE) {
@@ -93,8 +167,8 @@ impl Session {
         if !tokens.auth_required() {
             return Gate::Serve(None);
         }
-        match state {
-            State::Authenticated(token) => match self.principal(tokens, &token) {
+        match phase {
+            Phase::Logged(login) => match self.principal(tokens, &login) {
                 Some(p) => Gate::Serve(Some(Arc::new(p))),
                 None => Gate::Close("the connection's token was revoked or expired"),
             },
@@ -116,9 +190,8 @@ impl Session {
         if !tokens.auth_required() {
             return Recheck::Valid;
         }
-        let state = self.state.lock().unwrap().clone();
-        match state {
-            State::Authenticated(token) => match self.principal(tokens, &token) {
+        match self.phase() {
+            Phase::Logged(login) => match self.principal(tokens, &login) {
                 Some(_) => Recheck::Valid,
                 None => Recheck::Revoked,
             },
@@ -126,10 +199,14 @@ impl Session {
         }
     }
 
-    /// Who `token` is now; `None` (counted, and the session failed) if it
-    /// no longer authenticates.
-    fn principal(&self, tokens: &dyn Tokens, token: &Secret) -> Option<Principal> {
-        match tokens.authenticate(token.expose()) {
+    /// Who `login` is now; `None` (counted, and the session failed) if its
+    /// token no longer authenticates.
+    fn principal(&self, tokens: &dyn Tokens, login: &Login) -> Option<Principal> {
+        let now = match login {
+            Login::Token(token) => tokens.authenticate(token.expose()),
+            Login::TokenId(id) => tokens.authenticate_id(id),
+        };
+        match now {
             Ok(p) => Some(p),
             Err(f) => {
                 crate::auth::count_failure("kafka", f.reason());
@@ -146,20 +223,25 @@ impl Session {
         let mut state = self.state.lock().unwrap();
         let error = if !matches!(*state, State::Start) {
             ILLEGAL_SASL_STATE
-        } else if mechanism != PLAIN {
-            UNSUPPORTED_SASL_MECHANISM
-        } else {
-            *state = State::Handshaken { raw: version == 0 };
+        } else if let Some(mech) = Mech::from_name(&mechanism) {
+            *state = State::Handshaken {
+                mech,
+                raw: version == 0,
+            };
             super::code::NONE
+        } else {
+            UNSUPPORTED_SASL_MECHANISM
         };
-        w.i16(error);
-        w.array_len(1);
-        w.string(PLAIN);
-        Ok(())
+        drop(state);
+        let resp = SaslHandshakeResponse::default()
+            .with_error_code(error)
+            .with_mechanisms(MECHANISMS.iter().map(|m| StrBytes::from_static_str(m)).collect());
+        w.message(&resp, version)
     }
 
-    /// SaslAuthenticate: check a PLAIN message. A failure is answered with
-    /// `SASL_AUTHENTICATION_FAILED`, and the next request closes the connection.
+    /// SaslAuthenticate: one message of the chosen mechanism. A failure is
+    /// answered with `SASL_AUTHENTICATION_FAILED`, and the next request
+    /// closes the connection.
     pub fn authenticate(&self, tokens: &dyn Tokens, version: i16, r: &mut Reader, w: &mut Writer) -> DecodeResult<()> {
         let message = if version >= 2 {
             let len = r.uvarint()? as usize;
@@ -171,56 +253,127 @@ impl Session {
             r.nullable_bytes()?.unwrap_or_default()
         };
         r.expect_end()?;
-        let handshaken = matches!(*self.state.lock().unwrap(), State::Handshaken { raw: false });
-        let (error, message) = if !handshaken {
-            (ILLEGAL_SASL_STATE, Some("SaslHandshake with PLAIN must come first"))
-        } else {
-            match self.login(tokens, &message) {
-                Ok(()) => (super::code::NONE, None),
-                Err(f) => (SASL_AUTHENTICATION_FAILED, Some(f.public_message())),
-            }
+        let (error, message, reply) = match self.step(tokens, &message) {
+            Ok(Step::Done(reply) | Step::Continue(reply)) => (super::code::NONE, None, reply),
+            Err(Refused { code, message }) => (code, Some(message), Bytes::new()),
         };
-        w.i16(error);
-        if version >= 2 {
-            w.compact_nullable_string(message);
-            w.uvarint(1); // empty compact bytes
-        } else {
-            w.nullable_string(message);
-            w.i32(0); // empty auth_bytes
-        }
-        if version >= 1 {
-            w.i64(0); // session_lifetime_ms: no re-authentication required
-        }
-        if version >= 2 {
-            w.no_tagged_fields();
-        }
-        Ok(())
+        let resp = SaslAuthenticateResponse::default()
+            .with_error_code(error)
+            .with_error_message(message.map(StrBytes::from_string))
+            .with_auth_bytes(reply)
+            .with_session_lifetime_ms(0); // no re-authentication required
+        w.message(&resp, version)
     }
 
-    /// Check a PLAIN message and move to `Authenticated` or `Failed`.
-    fn login(&self, tokens: &dyn Tokens, message: &[u8]) -> Result<(), AuthFailure> {
-        let result = parse_plain(message).and_then(|token| {
-            if !tokens.auth_required() {
-                return Ok(token);
-            }
-            tokens.authenticate(token.expose()).map(|p| {
-                tracing::debug!(token = %p.id, "kafka client authenticated");
-                token
-            })
-        });
+    /// Take one SASL message in the current state: log in, challenge, or
+    /// refuse (and fail the session, counted).
+    fn step(&self, tokens: &dyn Tokens, message: &[u8]) -> Result<Step, Refused> {
         let mut state = self.state.lock().unwrap();
-        match result {
-            Ok(token) => {
-                *state = State::Authenticated(Arc::new(token));
-                Ok(())
+        let taken = std::mem::replace(&mut *state, State::Failed);
+        let (next, result) = match taken {
+            State::Handshaken { mech: Mech::Plain, .. } => match plain_login(tokens, message) {
+                Ok(token) => (
+                    State::Authenticated(Login::Token(Arc::new(token))),
+                    Ok(Step::Done(Bytes::new())),
+                ),
+                Err(f) => (State::Failed, Err((f.reason(), refused(f.public_message())))),
+            },
+            State::Handshaken {
+                mech: Mech::Scram(m),
+                raw,
+            } => match scram_first(tokens, m, message) {
+                Ok((challenge, server_first)) => (
+                    State::Challenged {
+                        challenge: Box::new(challenge),
+                        raw,
+                    },
+                    Ok(Step::Continue(server_first.into())),
+                ),
+                Err(e) => (State::Failed, Err(e)),
+            },
+            State::Challenged { challenge, .. } => match challenge.finish(message) {
+                Ok(server_final) => {
+                    tracing::debug!(token = %challenge.user, mechanism = %challenge.mechanism(), "kafka client authenticated");
+                    (
+                        State::Authenticated(Login::TokenId(challenge.user.as_str().into())),
+                        Ok(Step::Done(server_final.into())),
+                    )
+                }
+                Err(e) => (
+                    State::Failed,
+                    Err((e.reason(), scram_refusal(challenge.mechanism(), &e))),
+                ),
+            },
+            other => {
+                // Not mid-exchange: refused, but the state stays as it was.
+                *state = other;
+                return Err(Refused {
+                    code: ILLEGAL_SASL_STATE,
+                    message: "SaslHandshake must come first (once per connection)".into(),
+                });
             }
-            Err(f) => {
-                crate::auth::count_failure("kafka", f.reason());
-                *state = State::Failed;
-                Err(f)
+        };
+        *state = next;
+        result.map_err(|(reason, message)| {
+            crate::auth::count_failure("kafka", reason);
+            Refused {
+                code: SASL_AUTHENTICATION_FAILED,
+                message,
             }
-        }
+        })
     }
+}
+
+fn refused(message: &str) -> String {
+    message.to_string()
+}
+
+/// Check a PLAIN message: its token, if it authenticates (or auth is off).
+fn plain_login(tokens: &dyn Tokens, message: &[u8]) -> Result<Secret, AuthFailure> {
+    let token = parse_plain(message)?;
+    if tokens.auth_required() {
+        let p = tokens.authenticate(token.expose())?;
+        tracing::debug!(token = %p.id, "kafka client authenticated");
+    }
+    Ok(token)
+}
+
+/// Kafka's answer to a failed SCRAM login (it names no user, no reason).
+fn invalid_credentials(m: Mechanism) -> String {
+    format!("Authentication failed during authentication due to invalid credentials with SASL mechanism {m}")
+}
+
+fn scram_refusal(m: Mechanism, e: &ScramError) -> String {
+    match e {
+        ScramError::BadProof => invalid_credentials(m),
+        other => format!("Authentication failed: {other}"),
+    }
+}
+
+/// A SCRAM client-first message: the challenge to hold and the
+/// server-first message, if the user is a token with a verifier.
+fn scram_first(
+    tokens: &dyn Tokens,
+    m: Mechanism,
+    message: &[u8],
+) -> Result<(Challenge, Vec<u8>), (&'static str, String)> {
+    let first = ClientFirst::parse(message).map_err(|e| (e.reason(), scram_refusal(m, &e)))?;
+    let credential = tokens
+        .scram_credential(&first.user, m)
+        .map_err(|f| (f.reason(), invalid_credentials(m)))?
+        .ok_or_else(|| {
+            (
+                "no_scram_credential",
+                format!(
+                    "Authentication failed: token {} has no {m} credential (it was issued before Sluice spoke SCRAM): log in with PLAIN, or issue a new token",
+                    first.user
+                ),
+            )
+        })?;
+    if credential.iterations < scram::ITERATIONS {
+        return Err(("malformed", invalid_credentials(m)));
+    }
+    Ok(Challenge::new(&first, credential, &scram::server_nonce()))
 }
 
 fn decode_error(r: &Reader, message: &str) -> DecodeError {
@@ -259,17 +412,4 @@ pub fn plain_message(user: &str, password: &str) -> Bytes {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn plain_messages_yield_the_password_and_nothing_else_parses() {
-        assert_eq!(parse_plain(&plain_message("u", "slc_x")).unwrap().expose(), "slc_x");
-        assert_eq!(parse_plain(b"authz\0user\0pw").unwrap().expose(), "pw");
-        assert_eq!(parse_plain(b"user\0pw"), Err(AuthFailure::Malformed));
-        assert_eq!(parse_plain(b"\0user\0pw\0extra"), Err(AuthFailure::Malformed));
-        assert_eq!(parse_plain(b"\0user\0"), Err(AuthFailure::Missing));
-        assert_eq!(parse_plain(b"\0u\0\xff\xfe"), Err(AuthFailure::Malformed));
-        assert_eq!(parse_plain(&vec![0u8; 5000]), Err(AuthFailure::Malformed));
-    }
-}
+mod tests;

@@ -402,6 +402,18 @@ impl Tokens for FakeEngine {
         Err(AuthFailure::Unknown)
     }
 
+    fn scram_credential(
+        &self,
+        _user: &str,
+        _mechanism: crate::auth::scram::Mechanism,
+    ) -> Result<Option<crate::auth::scram::Credential>, AuthFailure> {
+        Err(AuthFailure::Unknown)
+    }
+
+    fn authenticate_id(&self, _id: &str) -> Result<Principal, AuthFailure> {
+        Err(AuthFailure::Unknown)
+    }
+
     async fn create_token(&self, _req: NewToken) -> ApiResult<IssuedToken> {
         Err(unsupported("tokens"))
     }

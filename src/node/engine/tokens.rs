@@ -18,6 +18,21 @@ impl Tokens for Node {
             .authenticate(secret, |id| self.meta.view().tokens.get(id).cloned())
     }
 
+    fn scram_credential(
+        &self,
+        user: &str,
+        mechanism: crate::auth::scram::Mechanism,
+    ) -> Result<Option<crate::auth::scram::Credential>, crate::auth::AuthFailure> {
+        let record = self.meta.view().tokens.get(user).cloned();
+        let credential = record.as_ref().and_then(|r| r.scram(mechanism).cloned());
+        self.auth.admit(record)?;
+        Ok(credential)
+    }
+
+    fn authenticate_id(&self, id: &str) -> Result<crate::auth::Principal, crate::auth::AuthFailure> {
+        self.auth.admit(self.meta.view().tokens.get(id).cloned())
+    }
+
     async fn create_token(&self, req: crate::auth::NewToken) -> ApiResult<crate::auth::IssuedToken> {
         self.check_serving()?;
         // With auth off every caller is anonymous: a token issued now would

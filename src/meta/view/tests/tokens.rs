@@ -118,3 +118,25 @@ fn snapshots_without_tokens_stay_readable_and_tokens_round_trip() {
     let back: View = serde_json::from_str(&json).unwrap();
     assert_eq!(back, h.view);
 }
+
+#[test]
+fn a_token_with_a_weak_or_doubled_scram_credential_is_rejected() {
+    let mut h = Harness::new();
+    let e = h.register("n1");
+    let mut weak = record("0123456789abcdef");
+    weak.scram[0].iterations = 1;
+    assert!(matches!(
+        create(&mut h, e, weak),
+        Outcome::Rejected(Rejection::Invalid(_))
+    ));
+    let mut doubled = record("0123456789abcdef");
+    doubled.scram.push(doubled.scram[0].clone());
+    assert!(matches!(
+        create(&mut h, e, doubled),
+        Outcome::Rejected(Rejection::Invalid(_))
+    ));
+    // Without any (issued before SCRAM): accepted, PLAIN-only.
+    let mut legacy = record("0123456789abcdef");
+    legacy.scram.clear();
+    assert_eq!(create(&mut h, e, legacy), Outcome::Applied);
+}
