@@ -390,6 +390,8 @@ pub struct Challenge {
     gs2_header: String,
     /// client nonce + server nonce
     nonce: String,
+    /// Bytes of `nonce` that are the client's.
+    client_nonce_len: usize,
     /// client-first-message-bare "," server-first-message
     auth_prefix: String,
     /// Who logs in once the proof checks out.
@@ -418,6 +420,7 @@ impl Challenge {
         let challenge = Self {
             credential,
             gs2_header: first.gs2_header.clone(),
+            client_nonce_len: first.nonce.len(),
             nonce,
             auth_prefix: format!("{},{server_first}", first.bare),
             user: first.user.clone(),
@@ -448,7 +451,14 @@ impl Challenge {
             .next()
             .and_then(|p| p.strip_prefix("r="))
             .ok_or(ScramError::Malformed("no r="))?;
-        if nonce != self.nonce {
+        // librdkafka before 2.6.1 sends the client nonce twice (client +
+        // client + server); Kafka accepts any nonce ending in the server's,
+        // Sluice that one buggy form besides the right one. Either carries
+        // this exchange's fresh server nonce, so neither can be replayed.
+        let doubled = nonce
+            .strip_suffix(self.nonce.as_str())
+            .is_some_and(|head| head == &self.nonce[..self.client_nonce_len]);
+        if nonce != self.nonce && !doubled {
             return Err(ScramError::Malformed("the nonce is not the server's"));
         }
         for part in parts {

@@ -72,6 +72,42 @@ fn sha512_and_sha256_round_trips_succeed_with_the_password_and_fail_without() {
 }
 
 #[test]
+fn old_librdkafkas_doubled_client_nonce_is_accepted_and_nothing_looser() {
+    let cred = Credential::derive(Mechanism::Sha256, b"pencil", b"QSXCR+Q6sek8bf92", 4096);
+    let first = ClientFirst::parse(b"n,,n=user,r=cnonce").unwrap();
+    let (challenge, _) = Challenge::new(&first, cred, "snonce");
+    // The proof covers whatever nonce the client sent: build it by hand.
+    let prove = |nonce: &str| {
+        let server_first = "r=cnoncesnonce,s=UVNYQ1IrUTZzZWs4YmY5Mg==,i=4096";
+        let (fin, _) = client_final(Mechanism::Sha256, "pencil", &first.bare, server_first).unwrap();
+        let fin = fin.replace("r=cnoncesnonce", &format!("r={nonce}"));
+        // Recompute the proof over the changed message.
+        let without_proof = fin.rsplit_once(",p=").unwrap().0.to_string();
+        let salted = Mechanism::Sha256.salted_password(b"pencil", b"QSXCR+Q6sek8bf92", 4096);
+        let client_key = Mechanism::Sha256.hmac(&salted, &[b"Client Key"]);
+        let stored = Mechanism::Sha256.hash(&client_key);
+        let auth = [
+            first.bare.as_bytes(),
+            b",",
+            server_first.as_bytes(),
+            b",",
+            without_proof.as_bytes(),
+        ];
+        let sig = Mechanism::Sha256.hmac(&stored, &auth);
+        let proof: Vec<u8> = client_key.iter().zip(&sig).map(|(k, s)| k ^ s).collect();
+        format!("{without_proof},p={}", STANDARD.encode(proof))
+    };
+    assert!(challenge.finish(prove("cnoncesnonce").as_bytes()).is_ok());
+    assert!(challenge.finish(prove("cnoncecnoncesnonce").as_bytes()).is_ok());
+    for bad in ["cnonce", "xcnoncesnonce", "snonce", "cnoncesnoncex"] {
+        assert!(
+            matches!(challenge.finish(prove(bad).as_bytes()), Err(ScramError::Malformed(_))),
+            "{bad}"
+        );
+    }
+}
+
+#[test]
 fn credentials_keep_no_password_and_issued_ones_are_salted_apart() {
     let a = Credential::issue(Mechanism::Sha512, "slc_0123456789abcdef_x");
     let b = Credential::issue(Mechanism::Sha512, "slc_0123456789abcdef_x");
