@@ -248,6 +248,15 @@ fn valid_kafka_requests() -> Vec<Vec<u8>> {
             w.nullable_array_len_none();
             w.bool(true);
         }),
+        // DescribeUserScramCredentials v0 (flexible: the header's tagged
+        // fields first).
+        kafka_request(50, 0, |w| {
+            w.no_tagged_fields();
+            w.compact_array_len(1);
+            w.compact_string("0123456789abcdef");
+            w.no_tagged_fields();
+            w.no_tagged_fields();
+        }),
     ]
     .into_iter()
     .chain(flexible_admin_requests())

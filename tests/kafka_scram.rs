@@ -392,3 +392,62 @@ async fn kcat_produces_and_consumes_with_scram() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "kcat-scram");
 }
+
+/// DescribeUserScramCredentials v0 (flexible request header v2) on `c`.
+async fn describe_scram_users(
+    c: &mut tokio::net::TcpStream,
+) -> kafka_protocol::messages::DescribeUserScramCredentialsResponse {
+    use kafka_protocol::protocol::Decodable;
+    let mut f = Vec::new();
+    f.extend_from_slice(&50i16.to_be_bytes());
+    f.extend_from_slice(&0i16.to_be_bytes());
+    f.extend_from_slice(&9i32.to_be_bytes());
+    f.extend_from_slice(&4i16.to_be_bytes());
+    f.extend_from_slice(b"test");
+    f.push(0); // header tagged fields
+    f.push(0); // users: null (all)
+    f.push(0); // body tagged fields
+    let mut framed = (f.len() as i32).to_be_bytes().to_vec();
+    framed.extend_from_slice(&f);
+    c.write_all(&framed).await.unwrap();
+    let body = response(c).await.expect("an answer");
+    assert_eq!(&body[..4], &9i32.to_be_bytes(), "correlation id");
+    assert_eq!(body[4], 0, "response header v1 tagged fields");
+    let mut rest = bytes::Bytes::copy_from_slice(&body[5..]);
+    kafka_protocol::messages::DescribeUserScramCredentialsResponse::decode(&mut rest, 0).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn describe_user_scram_credentials_lists_token_ids_for_a_cluster_admin_only() {
+    let s = start().await;
+    let (id, token) = issue(&s, "*").await;
+
+    // The bootstrap admin (PLAIN) sees the token with both mechanisms.
+    let mut c = tokio::net::TcpStream::connect(&s.kafka).await.unwrap();
+    c.write_all(&request(17, 1, &string("PLAIN"))).await.unwrap();
+    assert_eq!(response(&mut c).await.unwrap()[4..6], [0, 0]);
+    let plain = sluice::kafka::sasl::plain_message("admin", ADMIN);
+    c.write_all(&request(36, 1, &bytes(&plain))).await.unwrap();
+    assert_eq!(authenticate_v1(&response(&mut c).await.unwrap()).0, 0);
+    let r = describe_scram_users(&mut c).await;
+    assert_eq!(r.error_code, 0);
+    let me = r
+        .results
+        .iter()
+        .find(|u| u.user.as_str() == id)
+        .expect("the token is a SCRAM user");
+    let mut infos: Vec<(i8, i32)> = me
+        .credential_infos
+        .iter()
+        .map(|i| (i.mechanism, i.iterations))
+        .collect();
+    infos.sort();
+    assert_eq!(infos, [(1, 4096), (2, 4096)]);
+
+    // The token itself (read/write on "*", not admin) is refused.
+    let mut c = tokio::net::TcpStream::connect(&s.kafka).await.unwrap();
+    assert_eq!(scram(&mut c, Mechanism::Sha256, &id, &token).await.0, 0);
+    let r = describe_scram_users(&mut c).await;
+    assert_eq!(r.error_code, 31, "CLUSTER_AUTHORIZATION_FAILED");
+    assert!(r.results.is_empty());
+}

@@ -24,6 +24,9 @@ pub trait Tokens: Send + Sync + 'static {
     /// login (which proved the secret) is checked again on each request.
     fn authenticate_id(&self, id: &str) -> Result<Principal, AuthFailure>;
 
+    /// Every unrevoked token with SCRAM verifiers, by id (no keys, no salts).
+    fn scram_users(&self) -> ApiResult<Vec<crate::auth::scram::UserInfo>>;
+
     /// Issue a token; the answer holds its secret, shown this once.
     async fn create_token(&self, req: NewToken) -> ApiResult<IssuedToken>;
 

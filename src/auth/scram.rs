@@ -226,6 +226,14 @@ mod b64 {
     }
 }
 
+/// A SCRAM user as DescribeUserScramCredentials lists it: a token id and
+/// the mechanisms (with iterations) it has verifiers for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserInfo {
+    pub user: String,
+    pub credentials: Vec<(Mechanism, u32)>,
+}
+
 /// Why an exchange failed. [`ScramError::public_message`] is what a
 /// client is told.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -15,7 +15,7 @@
 //! | group offsets | delete_group, authorize_group_delete | `admin` on every topic the group has offsets for |
 //! | group offsets | offset_groups | nothing |
 //! | producer ids | init_producer_id | nothing |
-//! | tokens | create_token, revoke_token, list_tokens (empty otherwise) | cluster admin |
+//! | tokens | create_token, revoke_token, list_tokens (empty otherwise), scram_users | cluster admin |
 //! | tokens | auth_required, authenticate, scram_credential, authenticate_id | nothing |
 //! | cluster | transfer, drain | cluster admin |
 //! | cluster | ready, nodes, live_reads_ended, sync_metadata, catch_up_to | nothing |
@@ -249,6 +249,10 @@ impl Tokens for Scoped<dyn Tokens> {
     }
     fn authenticate_id(&self, id: &str) -> Result<Principal, AuthFailure> {
         self.inner.authenticate_id(id)
+    }
+    fn scram_users(&self) -> ApiResult<Vec<crate::auth::scram::UserInfo>> {
+        self.need_cluster_admin()?;
+        self.inner.scram_users()
     }
     async fn create_token(&self, req: NewToken) -> ApiResult<IssuedToken> {
         self.need_cluster_admin()?;

@@ -10,7 +10,8 @@
 //! - [`wire`], [`proto`]: bounded decoding and the request/response codecs;
 //!   [`header`]: the request header; [`versions`]: the API keys and versions
 //!   spoken (`SUPPORTED`) and ApiVersions.
-//! - [`sasl`]: SASL/PLAIN login and the per-frame gate; [`authz`]: what each
+//! - [`sasl`]: SASL login (PLAIN, SCRAM) and the per-frame gate;
+//!   [`scram_users`]: DescribeUserScramCredentials; [`authz`]: what each
 //!   capability call needs of the principal.
 //! - `metadata`, `produce`, `fetch`, `list_offsets`: those requests.
 //! - [`producer_ids`]: InitProducerId; [`leader_epoch`]: OffsetForLeaderEpoch
@@ -41,6 +42,7 @@ mod produce;
 pub mod producer_ids;
 pub mod proto;
 pub mod sasl;
+pub mod scram_users;
 pub mod versions;
 pub mod wire;
 
@@ -609,6 +611,9 @@ async fn handle_with(
         k if admin_proto::is_admin_api(k) => admin::request(engine, k, version, &mut r, &mut w).await?,
         sasl::SASL_HANDSHAKE => session.handshake(version, &mut r, &mut w)?,
         sasl::SASL_AUTHENTICATE => session.authenticate(engine.tokens.as_ref(), version, &mut r, &mut w)?,
+        scram_users::DESCRIBE_USER_SCRAM_CREDENTIALS => {
+            scram_users::request(engine.tokens.as_ref(), version, &mut r, &mut w)?
+        }
         _ => unreachable!("supported() admits only the keys above"),
     }
     tracing::trace!(key, version, client = ?header.client_id, "kafka request answered");

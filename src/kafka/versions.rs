@@ -10,7 +10,7 @@ use kafka_protocol::messages::ApiKey;
 
 /// (api key, min version, max version): what ApiVersions advertises, and
 /// exactly what the request modules decode.
-pub const SUPPORTED: [(i16, i16, i16); 26] = [
+pub const SUPPORTED: [(i16, i16, i16); 27] = [
     (super::proto::PRODUCE, 3, 8),
     (super::proto::FETCH, 4, 11),
     (super::proto::LIST_OFFSETS, 1, 5),
@@ -37,6 +37,7 @@ pub const SUPPORTED: [(i16, i16, i16); 26] = [
     (super::admin_proto::DESCRIBE_CLUSTER, 0, 2),
     (super::sasl::SASL_HANDSHAKE, 0, 1),
     (super::sasl::SASL_AUTHENTICATE, 0, 2),
+    (super::scram_users::DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0),
 ];
 
 pub fn supported(key: i16, version: i16) -> bool {

@@ -414,6 +414,10 @@ impl Tokens for FakeEngine {
         Err(AuthFailure::Unknown)
     }
 
+    fn scram_users(&self) -> ApiResult<Vec<crate::auth::scram::UserInfo>> {
+        Ok(Vec::new())
+    }
+
     async fn create_token(&self, _req: NewToken) -> ApiResult<IssuedToken> {
         Err(unsupported("tokens"))
     }

@@ -54,6 +54,9 @@ impl Tokens for Table {
     fn authenticate_id(&self, id: &str) -> Result<Principal, AuthFailure> {
         self.auth.admit(self.tokens.lock().unwrap().get(id).cloned())
     }
+    fn scram_users(&self) -> crate::api::ApiResult<Vec<crate::auth::scram::UserInfo>> {
+        Ok(Vec::new())
+    }
     async fn create_token(&self, _req: NewToken) -> crate::api::ApiResult<IssuedToken> {
         unimplemented!()
     }

@@ -33,6 +33,20 @@ impl Tokens for Node {
         self.auth.admit(self.meta.view().tokens.get(id).cloned())
     }
 
+    fn scram_users(&self) -> ApiResult<Vec<crate::auth::scram::UserInfo>> {
+        Ok(self
+            .meta
+            .view()
+            .tokens
+            .values()
+            .filter(|r| !r.scram.is_empty())
+            .map(|r| crate::auth::scram::UserInfo {
+                user: r.id.clone(),
+                credentials: r.scram.iter().map(|c| (c.mechanism, c.iterations)).collect(),
+            })
+            .collect())
+    }
+
     async fn create_token(&self, req: crate::auth::NewToken) -> ApiResult<crate::auth::IssuedToken> {
         self.check_serving()?;
         // With auth off every caller is anonymous: a token issued now would
