@@ -156,7 +156,17 @@ async fn scopes_limit_tokens_to_their_topics_and_ops() {
         .json()
         .await
         .unwrap();
-    assert_eq!(topics["topics"], json!([{"name": "orders", "partitions": 1}]));
+    let listed = topics["topics"].as_array().unwrap();
+    assert_eq!(listed.len(), 1, "{topics}");
+    assert_eq!(
+        (&listed[0]["name"], &listed[0]["partitions"]),
+        (&json!("orders"), &json!(1))
+    );
+    assert_eq!(
+        listed[0]["topic_id"].as_str().map(str::len),
+        Some(22),
+        "the Kafka topic id"
+    );
     assert_eq!(
         w.get(format!("{url}/v1/topics/orders")).send().await.unwrap().status(),
         200

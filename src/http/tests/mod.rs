@@ -124,9 +124,13 @@ async fn topics_are_created_listed_described_and_deleted() {
     assert_eq!(r.body["partitions"], 1, "partitions default to 1");
 
     let r = h.get("/v1/topics").await;
+    let id = |name: &str| crate::ids::TopicUuid::derive(crate::ids::TopicId(0), name).to_string();
     assert_eq!(
         r.body,
-        json!({ "topics": [{ "name": "events", "partitions": 1 }, { "name": "orders", "partitions": 3 }] })
+        json!({ "topics": [
+            { "name": "events", "partitions": 1, "topic_id": id("events") },
+            { "name": "orders", "partitions": 3, "topic_id": id("orders") },
+        ] })
     );
 
     let r = h.get("/v1/topics/orders").await;
