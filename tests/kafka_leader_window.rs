@@ -107,7 +107,11 @@ async fn a_produce_right_after_create_topics_succeeds_on_the_new_leader() {
         }
     }
     assert!(tried >= 40, "only {tried} of 50 topics had a partition on n2");
-    assert!(failures.is_empty(), "{} of {tried} produces failed: {failures:?}", failures.len());
+    assert!(
+        failures.is_empty(),
+        "{} of {tried} produces failed: {failures:?}",
+        failures.len()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -122,11 +126,12 @@ async fn list_offsets_and_fetch_right_after_create_topics_succeed_on_the_new_lea
             continue;
         };
         let name = TopicName(StrBytes::from_string(topic.clone()));
-        let lo = km::ListOffsetsRequest::default().with_topics(vec![km::list_offsets_request::ListOffsetsTopic::default()
-            .with_name(name.clone())
-            .with_partitions(vec![km::list_offsets_request::ListOffsetsPartition::default()
-                .with_partition_index(partition)
-                .with_timestamp(-1)])]);
+        let lo =
+            km::ListOffsetsRequest::default().with_topics(vec![km::list_offsets_request::ListOffsetsTopic::default()
+                .with_name(name.clone())
+                .with_partitions(vec![km::list_offsets_request::ListOffsetsPartition::default()
+                    .with_partition_index(partition)
+                    .with_timestamp(-1)])]);
         let resp = sluice::kafka::handle(&services, opts, frame(ApiKey::ListOffsets, 7, &lo))
             .await
             .unwrap()
@@ -148,6 +153,9 @@ async fn list_offsets_and_fetch_right_after_create_topics_succeed_on_the_new_lea
             .unwrap()
             .unwrap();
         let resp: km::FetchResponse = body(ApiKey::Fetch, 13, resp);
-        assert_eq!(resp.responses[0].partitions[0].error_code, 0, "{topic}/{partition}: Fetch");
+        assert_eq!(
+            resp.responses[0].partitions[0].error_code, 0,
+            "{topic}/{partition}: Fetch"
+        );
     }
 }

@@ -53,7 +53,11 @@ fn produce_requests_decode_at_every_version() {
             .with_acks(-1)
             .with_timeout_ms(1500)
             .with_topic_data(vec![km::produce_request::TopicProduceData::default()
-                .with_name(if version < 13 { topic_name("t") } else { Default::default() })
+                .with_name(if version < 13 {
+                    topic_name("t")
+                } else {
+                    Default::default()
+                })
                 .with_topic_id(if version >= 13 { uuid(ID) } else { Default::default() })
                 .with_partition_data(vec![
                     km::produce_request::PartitionProduceData::default()
@@ -65,7 +69,11 @@ fn produce_requests_decode_at_every_version() {
                 ])]);
         let bytes = encoded(&req, version);
         let got = decode_produce(&mut Reader::new(bytes.clone()), version).unwrap();
-        assert_eq!((got.acks, got.timeout_ms, got.transactional_id), (-1, 1500, None), "v{version}");
+        assert_eq!(
+            (got.acks, got.timeout_ms, got.transactional_id),
+            (-1, 1500, None),
+            "v{version}"
+        );
         let name = if version < 13 { "t" } else { "" };
         assert_eq!(
             got.topics,
@@ -162,10 +170,11 @@ fn list_offsets_requests_decode_at_every_version() {
             .with_timeout_ms(if version >= 10 { 1000 } else { 0 })
             .with_topics(vec![km::list_offsets_request::ListOffsetsTopic::default()
                 .with_name(topic_name("t"))
-                .with_partitions(vec![km::list_offsets_request::ListOffsetsPartition::default()
-                    .with_partition_index(0)
-                    .with_current_leader_epoch(if version >= 4 { 2 } else { -1 })
-                    .with_timestamp(-3)])]);
+                .with_partitions(vec![km::list_offsets_request::ListOffsetsPartition::default(
+                )
+                .with_partition_index(0)
+                .with_current_leader_epoch(if version >= 4 { 2 } else { -1 })
+                .with_timestamp(-3)])]);
         let bytes = encoded(&req, version);
         let got = decode_list_offsets(&mut Reader::new(bytes.clone()), version).unwrap();
         let epoch = if version >= 4 { 2 } else { -1 };
@@ -220,12 +229,16 @@ fn offset_for_leader_epoch_requests_decode_at_every_version() {
     for version in 2..=4i16 {
         let req = km::OffsetForLeaderEpochRequest::default()
             .with_replica_id(BrokerId(-1))
-            .with_topics(vec![km::offset_for_leader_epoch_request::OffsetForLeaderTopic::default()
-                .with_topic(topic_name("t"))
-                .with_partitions(vec![km::offset_for_leader_epoch_request::OffsetForLeaderPartition::default()
-                    .with_partition(1)
-                    .with_current_leader_epoch(5)
-                    .with_leader_epoch(4)])]);
+            .with_topics(vec![
+                km::offset_for_leader_epoch_request::OffsetForLeaderTopic::default()
+                    .with_topic(topic_name("t"))
+                    .with_partitions(vec![
+                        km::offset_for_leader_epoch_request::OffsetForLeaderPartition::default()
+                            .with_partition(1)
+                            .with_current_leader_epoch(5)
+                            .with_leader_epoch(4),
+                    ]),
+            ]);
         let bytes = encoded(&req, version);
         let got = decode_offset_for_leader_epoch(&mut Reader::new(bytes.clone()), version).unwrap();
         assert_eq!(got.topics, vec![("t".to_string(), vec![(1, 5, 4)])], "v{version}");
@@ -293,7 +306,11 @@ fn produce_responses_decode_with_kafka_protocol_at_every_version() {
             assert_eq!(t.name.0.as_str(), "t");
         }
         let p = &t.partition_responses;
-        assert_eq!((p[0].index, p[0].error_code, p[0].base_offset), (0, 0, 41), "v{version}");
+        assert_eq!(
+            (p[0].index, p[0].error_code, p[0].base_offset),
+            (0, 0, 41),
+            "v{version}"
+        );
         assert_eq!((p[1].index, p[1].error_code), (1, 100));
         if version >= 8 {
             assert_eq!(p[1].error_message.as_deref(), Some("no topic has this id"));
@@ -378,7 +395,11 @@ fn list_offsets_responses_decode_with_kafka_protocol_at_every_version() {
         encode_list_offsets(&mut w, version, &topics).unwrap();
         let resp: km::ListOffsetsResponse = decoded(w, version);
         let p = &resp.topics[0].partitions[0];
-        assert_eq!((p.partition_index, p.timestamp, p.offset), (0, 1_700_000_000_000, 12), "v{version}");
+        assert_eq!(
+            (p.partition_index, p.timestamp, p.offset),
+            (0, 1_700_000_000_000, 12),
+            "v{version}"
+        );
         assert_eq!(p.leader_epoch, if version >= 4 { 3 } else { -1 });
     }
 }
