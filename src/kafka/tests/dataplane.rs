@@ -119,9 +119,8 @@ fn fetch_requests_decode_at_every_version_with_sessions_and_forgotten_topics() {
         if version >= 12 {
             req = req.with_cluster_id(Some(s("c")));
         }
-        if version >= 15 {
-            req = req.with_replica_id(BrokerId(-1));
-        } else {
+        // v15+ carry the replica id in ReplicaState (a tagged field).
+        if version <= 14 {
             req = req.with_replica_id(BrokerId(-1));
         }
         let bytes = encoded(&req, version);
