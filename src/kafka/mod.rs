@@ -483,6 +483,9 @@ const WRITE_BUFFER: usize = 64 * 1024;
 /// [`sasl`]) decides whether it is served, as whom, or closes the
 /// connection; an authenticated principal's requests run against its
 /// [`authz::scoped`] view of the node's services.
+// The connection's and the node's state, each passed as borrowed by the
+// connection loop; a struct of them would only rename the list.
+#[allow(clippy::too_many_arguments)]
 async fn handle_gated(
     engine: &Services,
     session: &sasl::Session,
@@ -547,6 +550,9 @@ pub async fn handle_in(
 /// response body such a client could read. ApiVersions is the exception:
 /// it is answered in v0 with UNSUPPORTED_VERSION and the table, so the
 /// client can retry with a version both sides speak.
+// The connection's and the node's state, each passed as borrowed by the
+// connection loop; a struct of them would only rename the list.
+#[allow(clippy::too_many_arguments)]
 async fn handle_with(
     engine: &Services,
     session: &sasl::Session,
