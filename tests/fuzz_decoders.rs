@@ -1,6 +1,7 @@
 //! Fuzzing every decoder that reads bytes Sluice did not write itself (or
 //! wrote and may read back damaged): Kafka request frames (header and body,
-//! through `kafka::handle` on a real in-process node), the Kafka framing
+//! through `kafka::handle` on a real in-process node; the data-plane APIs
+//! at their newest, flexible versions too), the Kafka framing
 //! layer (length caps before and after login, the request byte budgets),
 //! HTTP append bodies
 //! (through the router), WAL segments and fence markers, data-object
@@ -260,6 +261,7 @@ fn valid_kafka_requests() -> Vec<Vec<u8>> {
     ]
     .into_iter()
     .chain(flexible_admin_requests())
+    .chain(flexible_kafka_requests(&batch))
     .collect()
 }
 
@@ -348,6 +350,106 @@ fn flexible_admin_requests() -> Vec<Vec<u8>> {
             22,
             5,
             km::InitProducerIdRequest::default().with_transaction_timeout_ms(1000),
+        ),
+    ]
+}
+
+/// A frame of `key` at `version`, header and body written by kafka-protocol's
+/// generated encoders (flexible versions: compact fields, tagged sections).
+fn generated<M: kafka_protocol::protocol::Encodable>(
+    key: kafka_protocol::messages::ApiKey,
+    version: i16,
+    body: &M,
+) -> Vec<u8> {
+    use kafka_protocol::protocol::{Encodable, StrBytes};
+    let mut b = bytes::BytesMut::new();
+    kafka_protocol::messages::RequestHeader::default()
+        .with_request_api_key(key as i16)
+        .with_request_api_version(version)
+        .with_correlation_id(7)
+        .with_client_id(Some(StrBytes::from_static_str("fuzz")))
+        .encode(&mut b, key.request_header_version(version))
+        .unwrap();
+    body.encode(&mut b, version).unwrap();
+    b.to_vec()
+}
+
+/// The data-plane requests at their newest versions: Produce v13 and Fetch
+/// v18 (topics by id, a fetch session, forgotten topics), ListOffsets v10
+/// (max timestamp), Metadata v13 (a topic by id) and OffsetForLeaderEpoch v4.
+fn flexible_kafka_requests(batch: &Bytes) -> Vec<Vec<u8>> {
+    use kafka_protocol::messages::{self as km, ApiKey, TopicName};
+    use kafka_protocol::protocol::StrBytes;
+    let id = uuid::Uuid::from_bytes([7; 16]);
+    let name = TopicName(StrBytes::from_static_str("t"));
+    vec![
+        generated(
+            ApiKey::Produce,
+            13,
+            &km::ProduceRequest::default().with_acks(1).with_topic_data(vec![
+                km::produce_request::TopicProduceData::default()
+                    .with_topic_id(id)
+                    .with_partition_data(vec![km::produce_request::PartitionProduceData::default()
+                        .with_index(0)
+                        .with_records(Some(batch.clone()))]),
+            ]),
+        ),
+        generated(
+            ApiKey::Fetch,
+            18,
+            &km::FetchRequest::default()
+                .with_max_bytes(1 << 20)
+                .with_session_id(5)
+                .with_session_epoch(1)
+                .with_topics(vec![km::fetch_request::FetchTopic::default()
+                    .with_topic_id(id)
+                    .with_partitions(vec![km::fetch_request::FetchPartition::default()
+                        .with_partition(0)
+                        .with_partition_max_bytes(1 << 20)])])
+                .with_forgotten_topics_data(vec![km::fetch_request::ForgottenTopic::default()
+                    .with_topic_id(id)
+                    .with_partitions(vec![1])]),
+        ),
+        generated(
+            ApiKey::Fetch,
+            12,
+            &km::FetchRequest::default().with_max_bytes(1 << 20).with_topics(vec![
+                km::fetch_request::FetchTopic::default()
+                    .with_topic(name.clone())
+                    .with_partitions(vec![km::fetch_request::FetchPartition::default()
+                        .with_partition(0)
+                        .with_partition_max_bytes(1 << 20)]),
+            ]),
+        ),
+        generated(
+            ApiKey::ListOffsets,
+            10,
+            &km::ListOffsetsRequest::default().with_topics(vec![km::list_offsets_request::ListOffsetsTopic::default()
+                .with_name(name.clone())
+                .with_partitions(vec![km::list_offsets_request::ListOffsetsPartition::default()
+                    .with_partition_index(0)
+                    .with_timestamp(-3)])]),
+        ),
+        generated(
+            ApiKey::Metadata,
+            13,
+            &km::MetadataRequest::default().with_topics(Some(vec![
+                km::metadata_request::MetadataRequestTopic::default().with_name(Some(name.clone())),
+                km::metadata_request::MetadataRequestTopic::default().with_topic_id(id),
+            ])),
+        ),
+        generated(
+            ApiKey::OffsetForLeaderEpoch,
+            4,
+            &km::OffsetForLeaderEpochRequest::default().with_topics(vec![
+                km::offset_for_leader_epoch_request::OffsetForLeaderTopic::default()
+                    .with_topic(name)
+                    .with_partitions(vec![
+                        km::offset_for_leader_epoch_request::OffsetForLeaderPartition::default()
+                            .with_partition(0)
+                            .with_leader_epoch(0),
+                    ]),
+            ]),
         ),
     ]
 }

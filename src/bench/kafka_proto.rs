@@ -210,7 +210,9 @@ pub fn decode_metadata_response(r: &mut Reader) -> DecodeResult<MetadataResponse
         topics.push(MetadataTopic {
             error_code,
             name,
+            topic_id: crate::ids::TopicUuid::ZERO,
             partitions,
+            authorized_operations: i32::MIN,
         });
     }
     let _cluster_authorized_operations = r.i32()?;
@@ -355,7 +357,7 @@ mod tests {
     use crate::kafka::header::{decode_header, Header};
     use crate::kafka::proto::{
         decode_fetch, decode_list_offsets, decode_metadata, decode_produce, encode_fetch, encode_list_offsets,
-        encode_metadata, encode_produce,
+        encode_metadata, encode_produce, FetchHead, MetadataCluster, MetadataTopicRef,
     };
 
     /// The frame's body (after the size prefix), checking the prefix.
@@ -418,7 +420,13 @@ mod tests {
         let (h, mut r) = server_header(&frame);
         assert_eq!((h.api_key, h.api_version, h.correlation_id), (METADATA, 8, 7));
         let req = decode_metadata(&mut r, METADATA_VERSION).unwrap();
-        assert_eq!(req.topics, Some(vec!["a".to_string(), "b".to_string()]));
+        assert_eq!(
+            req.topics,
+            Some(vec![
+                MetadataTopicRef::Name("a".into()),
+                MetadataTopicRef::Name("b".into())
+            ])
+        );
         assert!(!req.allow_auto_topic_creation);
     }
 
@@ -490,6 +498,8 @@ mod tests {
             MetadataTopic {
                 error_code: 0,
                 name: "bench".into(),
+                topic_id: crate::ids::TopicUuid::ZERO,
+                authorized_operations: i32::MIN,
                 partitions: vec![
                     MetadataPartition {
                         error_code: 0,
@@ -508,10 +518,18 @@ mod tests {
             MetadataTopic {
                 error_code: 3,
                 name: "missing".into(),
+                topic_id: crate::ids::TopicUuid::ZERO,
+                authorized_operations: i32::MIN,
                 partitions: vec![],
             },
         ];
-        let mut r = response(|w| encode_metadata(w, METADATA_VERSION, &brokers, 2, "cluster", &topics));
+        let cluster = MetadataCluster {
+            brokers: &brokers,
+            controller: 2,
+            cluster_id: "cluster",
+            authorized_operations: i32::MIN,
+        };
+        let mut r = response(|w| encode_metadata(w, METADATA_VERSION, &cluster, &topics).unwrap());
         let got = decode_metadata_response(&mut r).unwrap();
         assert_eq!(
             got,
@@ -548,7 +566,7 @@ mod tests {
                 },
             ],
         )];
-        let mut r = response(|w| encode_produce(w, PRODUCE_VERSION, &topics));
+        let mut r = response(|w| encode_produce(w, PRODUCE_VERSION, &topics, &[]));
         assert_eq!(decode_produce_response(&mut r).unwrap(), topics);
     }
 
@@ -574,7 +592,7 @@ mod tests {
                 },
             ],
         )];
-        let mut r = response(|w| encode_fetch(w, FETCH_VERSION, &topics));
+        let mut r = response(|w| encode_fetch(w, FETCH_VERSION, FetchHead::default(), &topics, &[]));
         let got = decode_fetch_response(&mut r).unwrap();
         assert_eq!(got.error_code, 0);
         let (name, parts) = &got.topics[0];
@@ -605,7 +623,7 @@ mod tests {
                 leader_epoch: -1,
             }],
         )];
-        let mut r = response(|w| encode_list_offsets(w, LIST_OFFSETS_VERSION, &topics));
+        let mut r = response(|w| encode_list_offsets(w, LIST_OFFSETS_VERSION, &topics).unwrap());
         assert_eq!(decode_list_offsets_response(&mut r).unwrap(), topics);
     }
 
@@ -622,7 +640,7 @@ mod tests {
             }],
         )];
         let mut w = Writer::default();
-        encode_produce(&mut w, PRODUCE_VERSION, &topics);
+        encode_produce(&mut w, PRODUCE_VERSION, &topics, &[]);
         let full = w.buf.freeze();
         for cut in 0..full.len() {
             assert!(
@@ -631,7 +649,7 @@ mod tests {
             );
         }
         let mut w = Writer::default();
-        encode_fetch(&mut w, FETCH_VERSION, &[]);
+        encode_fetch(&mut w, FETCH_VERSION, FetchHead::default(), &[], &[]);
         let full = w.buf.freeze();
         for cut in 0..full.len() {
             assert!(

@@ -34,24 +34,28 @@ pub struct LeaderEpochRequest {
 }
 
 pub fn decode_offset_for_leader_epoch(r: &mut Reader, version: i16) -> DecodeResult<LeaderEpochRequest> {
+    let mut f = super::proto::Fields::new(r, version >= 4);
     if version >= 3 {
-        let _replica_id = r.i32()?;
+        let _replica_id = f.r.i32()?;
     }
-    let part_len = if version >= 2 { 12 } else { 8 };
-    let n = r.array_len(2 + 4)?;
+    let part_len = if version >= 2 { 12 } else { 8 } + f.min_tags();
+    let n = f.array_len(f.min_string() + f.min_array() + f.min_tags())?;
     let mut topics = Vec::with_capacity(n);
     for _ in 0..n {
-        let name = r.string()?;
-        let m = r.array_len(part_len)?;
+        let name = f.string()?;
+        let m = f.array_len(part_len)?;
         let mut parts = Vec::with_capacity(m);
         for _ in 0..m {
-            let partition = r.i32()?;
-            let current = if version >= 2 { r.i32()? } else { -1 };
-            parts.push((partition, current, r.i32()?));
+            let partition = f.r.i32()?;
+            let current = if version >= 2 { f.r.i32()? } else { -1 };
+            parts.push((partition, current, f.r.i32()?));
+            f.tags()?;
         }
+        f.tags()?;
         topics.push((name, parts));
     }
-    r.expect_end()?;
+    f.tags()?;
+    f.r.expect_end()?;
     Ok(LeaderEpochRequest { topics })
 }
 
@@ -63,14 +67,28 @@ pub struct LeaderEpochAnswer {
     pub end_offset: i64,
 }
 
+/// The response body, v0-v4 (v4 flexible). Written by hand: kafka-protocol
+/// knows only v2-v4 of it.
 pub fn encode_offset_for_leader_epoch(w: &mut Writer, version: i16, topics: &[(String, Vec<LeaderEpochAnswer>)]) {
+    let flexible = version >= 4;
+    let array_len = |w: &mut Writer, n: usize| {
+        if flexible {
+            w.compact_array_len(n)
+        } else {
+            w.array_len(n)
+        }
+    };
     if version >= 2 {
         w.i32(0); // throttle_time_ms
     }
-    w.array_len(topics.len());
+    array_len(w, topics.len());
     for (name, parts) in topics {
-        w.string(name);
-        w.array_len(parts.len());
+        if flexible {
+            w.compact_string(name);
+        } else {
+            w.string(name);
+        }
+        array_len(w, parts.len());
         for p in parts {
             w.i16(p.error_code);
             w.i32(p.partition);
@@ -78,7 +96,16 @@ pub fn encode_offset_for_leader_epoch(w: &mut Writer, version: i16, topics: &[(S
                 w.i32(p.leader_epoch);
             }
             w.i64(p.end_offset);
+            if flexible {
+                w.no_tagged_fields();
+            }
         }
+        if flexible {
+            w.no_tagged_fields();
+        }
+    }
+    if flexible {
+        w.no_tagged_fields();
     }
 }
 

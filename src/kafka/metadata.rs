@@ -1,14 +1,37 @@
 //! Metadata: the live brokers, the controller (the lease holder) and each
 //! asked topic's partitions and leaders, from this node's view after
 //! catching up with the metadata log; auto-creates a named topic when the
-//! listener and the request allow it.
+//! listener and the request allow it. v10+ requests may name topics by id
+//! (`UNKNOWN_TOPIC_ID` for an id naming none); v10+ answers carry topic ids.
+//! Asked for authorized operations (v8+), it answers every operation Kafka
+//! defines for a topic or cluster: what the principal may do is decided per
+//! request by [`super::authz`], not here.
 
 use super::proto::*;
-use super::wire::Writer;
+use super::wire::{DecodeResult, Writer};
 use super::{admin, broker_id, code, error_code, split_addr, Options};
 use crate::api::{ErrorCode, Services};
+use crate::ids::TopicUuid;
 
-pub(super) async fn metadata(engine: &Services, opts: Options, version: i16, req: MetadataRequest, w: &mut Writer) {
+/// Kafka's ACL operation bits a topic answer lists when asked: READ(3),
+/// WRITE(4), CREATE(5), DELETE(6), ALTER(7), DESCRIBE(8), DESCRIBE_CONFIGS(10),
+/// ALTER_CONFIGS(11).
+pub const TOPIC_OPERATIONS: i32 =
+    (1 << 3) | (1 << 4) | (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8) | (1 << 10) | (1 << 11);
+/// The cluster's: CREATE(5), ALTER(7), DESCRIBE(8), CLUSTER_ACTION(9),
+/// DESCRIBE_CONFIGS(10), ALTER_CONFIGS(11), IDEMPOTENT_WRITE(12).
+pub const CLUSTER_OPERATIONS: i32 = (1 << 5) | (1 << 7) | (1 << 8) | (1 << 9) | (1 << 10) | (1 << 11) | (1 << 12);
+
+/// Not asked for: Kafka's "omitted" value.
+const NOT_ASKED: i32 = i32::MIN;
+
+pub(super) async fn metadata(
+    engine: &Services,
+    opts: Options,
+    version: i16,
+    req: MetadataRequest,
+    w: &mut Writer,
+) -> DecodeResult<()> {
     let nodes = engine.cluster.nodes();
     let live: Vec<&crate::api::NodeInfo> = nodes.nodes.iter().filter(|n| n.live && !n.fenced).collect();
     let brokers: Vec<Broker> = live
@@ -32,21 +55,59 @@ pub(super) async fn metadata(engine: &Services, opts: Options, version: i16, req
     // controller) asks any broker next. Catch up with the metadata log
     // first; if that fails, answer from the view we have.
     let _ = engine.cluster.sync_metadata().await;
-    let (names, named) = match req.topics {
+    let (refs, named) = match req.topics {
         Some(t) => (t, true),
-        None => (engine.topics.list_topics().into_iter().map(|t| t.name).collect(), false),
+        None => (
+            engine
+                .topics
+                .list_topics()
+                .into_iter()
+                .map(|t| MetadataTopicRef::Name(t.name))
+                .collect(),
+            false,
+        ),
     };
-    let mut topics = Vec::with_capacity(names.len());
-    for name in names {
+    let ids = refs.iter().filter_map(|r| match r {
+        MetadataTopicRef::Id(id) => Some(id),
+        MetadataTopicRef::Name(_) => None,
+    });
+    let id_names = super::topic_names(engine, ids).await;
+    let topic_ops = if req.include_topic_authorized_operations {
+        TOPIC_OPERATIONS
+    } else {
+        NOT_ASKED
+    };
+    let mut topics = Vec::with_capacity(refs.len());
+    for r in refs {
+        let name = match r {
+            MetadataTopicRef::Name(name) => name,
+            MetadataTopicRef::Id(id) => match id_names.get(&id) {
+                Some(name) => name.clone(),
+                None => {
+                    topics.push(MetadataTopic {
+                        error_code: code::UNKNOWN_TOPIC_ID,
+                        name: String::new(),
+                        topic_id: id,
+                        partitions: Vec::new(),
+                        authorized_operations: NOT_ASKED,
+                    });
+                    continue;
+                }
+            },
+        };
         let error = |error_code| MetadataTopic {
             error_code,
             name: name.clone(),
+            topic_id: TopicUuid::ZERO,
             partitions: Vec::new(),
+            authorized_operations: NOT_ASKED,
         };
         let topic = match engine.topics.describe_topic(&name) {
             Ok(d) => MetadataTopic {
                 error_code: code::NONE,
                 name: name.clone(),
+                topic_id: d.topic_id,
+                authorized_operations: topic_ops,
                 partitions: d
                     .partition_info
                     .iter()
@@ -89,5 +150,15 @@ pub(super) async fn metadata(engine: &Services, opts: Options, version: i16, req
         };
         topics.push(topic);
     }
-    encode_metadata(w, version, &brokers, controller, admin::CLUSTER_ID, &topics);
+    let cluster = MetadataCluster {
+        brokers: &brokers,
+        controller,
+        cluster_id: admin::CLUSTER_ID,
+        authorized_operations: if req.include_cluster_authorized_operations {
+            CLUSTER_OPERATIONS
+        } else {
+            NOT_ASKED
+        },
+    };
+    encode_metadata(w, version, &cluster, &topics)
 }

@@ -13,7 +13,8 @@
 //! - [`sasl`]: SASL login (PLAIN, SCRAM) and the per-frame gate;
 //!   [`scram_users`]: DescribeUserScramCredentials; [`authz`]: what each
 //!   capability call needs of the principal.
-//! - `metadata`, `produce`, `fetch`, `list_offsets`: those requests.
+//! - `metadata`, `produce`, `fetch`, `list_offsets`: those requests;
+//!   [`fetch_session`]: the node's KIP-227 fetch sessions.
 //! - [`producer_ids`]: InitProducerId; [`leader_epoch`]: OffsetForLeaderEpoch
 //!   and the current-leader-epoch check.
 //! - `coordinator`, [`groups`], [`group_proto`]: the classic consumer-group
@@ -31,6 +32,7 @@ pub mod admin_proto;
 pub mod authz;
 mod coordinator;
 mod fetch;
+pub mod fetch_session;
 pub mod framing;
 pub mod group_proto;
 pub mod groups;
@@ -86,6 +88,10 @@ pub mod code {
     pub const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
     pub const SASL_AUTHENTICATION_FAILED: i16 = super::sasl::SASL_AUTHENTICATION_FAILED;
     pub const THROTTLING_QUOTA_EXCEEDED: i16 = 89;
+    pub const FETCH_SESSION_ID_NOT_FOUND: i16 = 70;
+    pub const INVALID_FETCH_SESSION_EPOCH: i16 = 71;
+    pub const UNKNOWN_TOPIC_ID: i16 = 100;
+    pub const FETCH_SESSION_TOPIC_ID_ERROR: i16 = 106;
     pub const UNKNOWN_SERVER_ERROR: i16 = -1;
 }
 
@@ -177,6 +183,7 @@ pub async fn serve_with(
     let mut conns = tokio::task::JoinSet::new();
     let mut stopping = stop.clone();
     let groups = Arc::new(Groups::new());
+    let sessions = Arc::new(FetchSessions::new(fetch_session::Sessions::new(rand::random())));
     let limit = crate::net::ConnLimit::new("kafka", transport.max_connections);
     let memory = RequestMemory::new(opts.max_request_memory_bytes);
     let transport = Arc::new(transport);
@@ -203,6 +210,7 @@ pub async fn serve_with(
                     };
                     let (engine, stop, groups, transport, memory) =
                         (engine.clone(), stop.clone(), groups.clone(), transport.clone(), memory.clone());
+                    let sessions = sessions.clone();
                     let span = tracing::info_span!(parent: &node_span, "kafka", %peer);
                     // With auth on, the login deadline runs from here: a
                     // slow TLS handshake spends it too.
@@ -213,7 +221,7 @@ pub async fn serve_with(
                         let timeouts = FrameTimeouts { idle: transport.idle_timeout, read: transport.read_timeout };
                         let closed = match Stream::accept(socket, &transport).await {
                             Ok(stream) => {
-                                let conn = Conn { engine, groups, opts, timeouts, memory, login_by };
+                                let conn = Conn { engine, groups, sessions, opts, timeouts, memory, login_by };
                                 connection(conn, stream, &host, stop).await
                             }
                             Err(e) => Err(e.into()),
@@ -264,6 +272,7 @@ type Handled<'a> =
 struct Conn {
     engine: Services,
     groups: Arc<Groups>,
+    sessions: Arc<FetchSessions>,
     opts: Options,
     timeouts: FrameTimeouts,
     /// The node's budget of request bytes, shared by every connection.
@@ -294,6 +303,7 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
     let Conn {
         engine,
         groups,
+        sessions,
         opts,
         timeouts,
         memory,
@@ -304,6 +314,7 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
     let (frames_tx, mut frames) = tokio::sync::mpsc::channel(READ_AHEAD);
     let engine = &engine;
     let groups = groups.as_ref();
+    let sessions = sessions.as_ref();
     let session = sasl::Session::default();
     let session = &session;
     let client = ClientSlot::default();
@@ -333,7 +344,7 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
         let api = api_name(&frame);
         Box::pin(timed(
             api,
-            handle_gated(engine, session, client, groups, opts, frame, peer),
+            handle_gated(engine, session, client, groups, sessions, opts, frame, peer),
         ))
     };
     let process = async {
@@ -474,11 +485,15 @@ const WRITE_BUFFER: usize = 64 * 1024;
 /// [`sasl`]) decides whether it is served, as whom, or closes the
 /// connection; an authenticated principal's requests run against its
 /// [`authz::scoped`] view of the node's services.
+// The connection's and the node's state, each passed as borrowed by the
+// connection loop; a struct of them would only rename the list.
+#[allow(clippy::too_many_arguments)]
 async fn handle_gated(
     engine: &Services,
     session: &sasl::Session,
     client: &ClientSlot,
     groups: &Groups,
+    sessions: &FetchSessions,
     opts: Options,
     frame: Bytes,
     peer: &str,
@@ -494,16 +509,18 @@ async fn handle_gated(
             })
         }
         sasl::Gate::Sasl | sasl::Gate::Serve(None) => {
-            handle_with(engine, session, client, groups, opts, frame, peer).await
+            handle_with(engine, session, client, groups, sessions, opts, frame, peer).await
         }
         sasl::Gate::Serve(Some(principal)) => {
             let scoped = authz::scoped(engine, principal);
-            handle_with(&scoped, session, client, groups, opts, frame, peer).await
+            handle_with(&scoped, session, client, groups, sessions, opts, frame, peer).await
         }
     }
 }
 
-/// [`handle`] with the node's group coordinator state and the client's host.
+/// [`handle`] with the node's group coordinator state and the client's
+/// host. Fetch sessions last one request here (a full fetch's session is
+/// gone by the next); [`serve`] keeps them per node.
 pub async fn handle_in(
     engine: &Services,
     groups: &Groups,
@@ -512,22 +529,38 @@ pub async fn handle_in(
     peer: &str,
 ) -> Result<Option<Bytes>, DecodeError> {
     let client = ClientSlot::default();
-    let answer = handle_with(engine, &sasl::Session::default(), &client, groups, opts, frame, peer).await?;
+    let sessions = FetchSessions::new(fetch_session::Sessions::new(0));
+    let answer = handle_with(
+        engine,
+        &sasl::Session::default(),
+        &client,
+        groups,
+        &sessions,
+        opts,
+        frame,
+        peer,
+    )
+    .await?;
     Ok(answer.map(Encoded::into_bytes))
 }
 
-/// [`handle_in`] on a connection's SASL session and client software.
+/// [`handle_in`] on a connection's SASL session and client software, with
+/// the node's fetch sessions.
 ///
 /// A request whose (key, version) is not in [`versions::SUPPORTED`] closes
 /// the connection, as Kafka does for a request it cannot parse: there is no
 /// response body such a client could read. ApiVersions is the exception:
 /// it is answered in v0 with UNSUPPORTED_VERSION and the table, so the
 /// client can retry with a version both sides speak.
+// The connection's and the node's state, each passed as borrowed by the
+// connection loop; a struct of them would only rename the list.
+#[allow(clippy::too_many_arguments)]
 async fn handle_with(
     engine: &Services,
     session: &sasl::Session,
     client: &ClientSlot,
     groups: &Groups,
+    sessions: &FetchSessions,
     opts: Options,
     frame: Bytes,
     peer: &str,
@@ -567,32 +600,33 @@ async fn handle_with(
         }
         METADATA => {
             let req = decode_metadata(&mut r, version)?;
-            metadata::metadata(engine, opts, version, req, &mut w).await;
+            metadata::metadata(engine, opts, version, req, &mut w).await?;
         }
         PRODUCE => {
             let req = decode_produce(&mut r, version)?;
             let acks = req.acks;
-            let topics = produce::produce(engine, req).await;
+            let (topics, ids) = produce::produce(engine, req).await;
             if acks == 0 {
                 return Ok(None);
             }
-            encode_produce(&mut w, version, &topics);
+            encode_produce(&mut w, version, &topics, &ids);
         }
         FETCH => {
             let req = decode_fetch(&mut r, version)?;
             let still_logged_in = || session.recheck(engine.tokens.as_ref()) != sasl::Recheck::Revoked;
-            let Some(topics) = fetch::fetch(engine, req, opts.fetch_max_bytes, &still_logged_in).await else {
+            let fetched = fetch::fetch(engine, sessions, version, req, opts.fetch_max_bytes, &still_logged_in).await;
+            let Some(f) = fetched else {
                 return Err(DecodeError {
                     at: 0,
                     message: "the connection's token was revoked or expired during a Fetch wait".into(),
                 });
             };
-            encode_fetch(&mut w, version, &topics);
+            encode_fetch(&mut w, version, f.head, &f.topics, &f.ids);
         }
         LIST_OFFSETS => {
             let req = decode_list_offsets(&mut r, version)?;
             let topics = list_offsets::list_offsets(engine, req).await;
-            encode_list_offsets(&mut w, version, &topics);
+            encode_list_offsets(&mut w, version, &topics)?;
         }
         producer_ids::INIT_PRODUCER_ID => {
             let req = producer_ids::decode_init_producer_id(&mut r, version)?;
@@ -641,6 +675,86 @@ fn unsupported_version(key: i16, version: i16, header: &mut Reader, client: &Cli
         at: 2,
         message: format!("{api} v{version} is not supported (ApiVersions lists what is)"),
     }
+}
+
+/// The node's fetch sessions, shared by its connections.
+pub type FetchSessions = std::sync::Mutex<fetch_session::Sessions>;
+
+/// How long a data-plane request waits, at most, for this node's view to
+/// open a partition the metadata log already places here (a topic just
+/// created through another node, whose Metadata answer named this node).
+pub const CATCH_UP_WAIT: Duration = Duration::from_secs(2);
+
+/// `op` on one partition; if it answers that the topic or partition does not
+/// exist or is not served here, catch up with the metadata log and, while
+/// the caught-up view places the partition on this node, try again until it
+/// succeeds or [`CATCH_UP_WAIT`] runs out. A partition led elsewhere costs
+/// one catch-up and one more try. `op` runs at once on the first poll (a
+/// pipelined Produce relies on it).
+pub(crate) async fn catch_up<T, F, Fut>(
+    engine: &Services,
+    topic: &str,
+    partition: u32,
+    op: F,
+) -> crate::api::ApiResult<T>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = crate::api::ApiResult<T>>,
+{
+    let retryable = |e: &ApiError| {
+        matches!(
+            e.code,
+            ErrorCode::TopicNotFound | ErrorCode::PartitionNotFound | ErrorCode::Unavailable
+        )
+    };
+    let first = op().await;
+    match &first {
+        Err(e) if retryable(e) => {}
+        _ => return first,
+    }
+    let deadline = tokio::time::Instant::now() + CATCH_UP_WAIT;
+    let me = engine.cluster.ready().node_id;
+    loop {
+        let _ = engine.cluster.sync_metadata().await;
+        let placed_here = engine.topics.describe_topic(topic).is_ok_and(|d| {
+            d.partition_info
+                .iter()
+                .any(|p| p.partition == partition && p.owner.as_deref() == Some(me.as_str()))
+        });
+        let r = op().await;
+        match &r {
+            Err(e) if retryable(e) && placed_here && tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            _ => return r,
+        }
+    }
+}
+
+/// The names of the topics with these ids, catching up with the metadata
+/// log first when the view lacks one (a topic just created elsewhere).
+pub(crate) async fn topic_names<'a>(
+    engine: &Services,
+    ids: impl Iterator<Item = &'a crate::ids::TopicUuid>,
+) -> std::collections::HashMap<crate::ids::TopicUuid, String> {
+    let wanted: Vec<_> = ids.filter(|id| !id.is_zero()).copied().collect();
+    if wanted.is_empty() {
+        return Default::default();
+    }
+    let names = || -> std::collections::HashMap<_, _> {
+        engine
+            .topics
+            .list_topics()
+            .into_iter()
+            .map(|t| (t.topic_id, t.name))
+            .collect()
+    };
+    let mut known = names();
+    if wanted.iter().any(|id| !known.contains_key(id)) && engine.cluster.sync_metadata().await {
+        known = names();
+    }
+    known.retain(|id, _| wanted.contains(id));
+    known
 }
 
 // ------------------------------------------------------------ Metadata

@@ -5,6 +5,9 @@
 //! assigned (`stream::partition`); producer ids come from
 //! [`producer_ids`](super::producer_ids).
 //!
+//! A partition this node does not know or lead yet is tried again after
+//! catching up with the metadata log ([`super::catch_up`]).
+//!
 //! A connection polls a Produce once on arrival and relies on that first
 //! poll assigning all of the request's offsets (see `connection` in
 //! `kafka/mod.rs`), so every append is started before any is awaited.
@@ -12,9 +15,24 @@
 use super::proto::*;
 use super::{code, error_code};
 use crate::api::Services;
+use crate::ids::TopicUuid;
 use bytes::Bytes;
 
-pub(super) async fn produce(engine: &Services, req: ProduceRequest) -> Vec<(String, Vec<ProducePartitionResponse>)> {
+/// A Produce's answers per topic, and each topic's id (v13 names topics
+/// by id; an id naming no topic answers `UNKNOWN_TOPIC_ID`).
+pub(super) async fn produce(
+    engine: &Services,
+    mut req: ProduceRequest,
+) -> (Vec<(String, Vec<ProducePartitionResponse>)>, Vec<TopicUuid>) {
+    let ids = std::mem::take(&mut req.topic_ids);
+    let names = if ids.is_empty() {
+        Default::default()
+    } else {
+        super::topic_names(engine, ids.iter()).await
+    };
+    for (i, id) in ids.iter().enumerate() {
+        req.topics[i].0 = names.get(id).cloned().unwrap_or_default();
+    }
     let request_error = if req.transactional_id.is_some() {
         Some((code::INVALID_REQUEST, "transactions are not supported"))
     } else if !matches!(req.acks, -1..=1) {
@@ -25,6 +43,7 @@ pub(super) async fn produce(engine: &Services, req: ProduceRequest) -> Vec<(Stri
     // Every partition of every topic at once: polling this future once
     // assigns all of the request's offsets (the connection relies on it).
     let counts: Vec<(String, usize)> = req.topics.iter().map(|(t, p)| (t.clone(), p.len())).collect();
+    let by_id = !ids.is_empty();
     let all = req
         .topics
         .into_iter()
@@ -33,14 +52,18 @@ pub(super) async fn produce(engine: &Services, req: ProduceRequest) -> Vec<(Stri
         if let Some((error_code, message)) = request_error {
             return produce_error(partition, error_code, message.to_string());
         }
+        if by_id && topic.is_empty() {
+            return produce_error(partition, code::UNKNOWN_TOPIC_ID, "no topic has this id".into());
+        }
         produce_partition(engine, &topic, partition, records).await
     }))
     .await
     .into_iter();
-    counts
+    let topics = counts
         .into_iter()
         .map(|(topic, n)| (topic, answers.by_ref().take(n).collect()))
-        .collect()
+        .collect();
+    (topics, ids)
 }
 
 fn produce_error(partition: i32, error_code: i16, message: String) -> ProducePartitionResponse {
@@ -108,11 +131,13 @@ pub async fn produce_partition(
     }
     // All batches are handed to the engine at once, in order, so their
     // offsets are assigned on this future's first poll.
-    let appended = futures::future::join_all(
-        to_append
-            .into_iter()
-            .map(|batch| engine.records.append_batch(topic, p, batch)),
-    )
+    // On a partition this node does not know or lead yet (a topic just
+    // created through another node), catch up with the metadata log first.
+    let appended = futures::future::join_all(to_append.into_iter().map(|batch| {
+        super::catch_up(engine, topic, p, move || {
+            engine.records.append_batch(topic, p, batch.clone())
+        })
+    }))
     .await;
     let mut base = None;
     for a in appended {

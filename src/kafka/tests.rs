@@ -13,6 +13,7 @@ use rand::{Rng, SeedableRng};
 use tokio::io::AsyncWriteExt;
 
 mod admin;
+mod dataplane;
 
 const OPTS: Options = Options {
     max_frame_bytes: 1 << 20,
@@ -1499,6 +1500,7 @@ fn a_partition_named_twice_is_fetched_once_with_its_last_fields_at_its_first_pla
             ("b".into(), vec![fetch_partition(0, 7, 10)]),
             ("a".into(), vec![fetch_partition(2, 0, 10), fetch_partition(1, 6, 30)]),
         ],
+        ..Default::default()
     }
     .merge_duplicates();
     assert_eq!(

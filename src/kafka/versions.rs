@@ -11,10 +11,10 @@ use kafka_protocol::messages::ApiKey;
 /// (api key, min version, max version): what ApiVersions advertises, and
 /// exactly what the request modules decode.
 pub const SUPPORTED: [(i16, i16, i16); 27] = [
-    (super::proto::PRODUCE, 3, 8),
-    (super::proto::FETCH, 4, 11),
-    (super::proto::LIST_OFFSETS, 1, 5),
-    (super::proto::METADATA, 0, 8),
+    (super::proto::PRODUCE, 3, 13),
+    (super::proto::FETCH, 4, 18),
+    (super::proto::LIST_OFFSETS, 1, 10),
+    (super::proto::METADATA, 0, 13),
     (super::group_proto::OFFSET_COMMIT, 0, 7),
     (super::group_proto::OFFSET_FETCH, 0, 5),
     (super::group_proto::FIND_COORDINATOR, 0, 2),
@@ -32,7 +32,7 @@ pub const SUPPORTED: [(i16, i16, i16); 27] = [
     (super::admin_proto::CREATE_PARTITIONS, 0, 3),
     (super::group_proto::DELETE_GROUPS, 0, 1),
     (super::producer_ids::INIT_PRODUCER_ID, 0, 5),
-    (super::leader_epoch::OFFSET_FOR_LEADER_EPOCH, 0, 3),
+    (super::leader_epoch::OFFSET_FOR_LEADER_EPOCH, 0, 4),
     (super::admin_proto::INCREMENTAL_ALTER_CONFIGS, 0, 1),
     (super::admin_proto::DESCRIBE_CLUSTER, 0, 2),
     (super::sasl::SASL_HANDSHAKE, 0, 1),

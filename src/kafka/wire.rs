@@ -259,6 +259,16 @@ impl Writer {
     pub fn bytes_shared(&mut self, parts: &[Bytes]) {
         let len: usize = parts.iter().map(|p| p.len()).sum();
         self.i32(i32::try_from(len).unwrap_or(i32::MAX));
+        self.share(parts);
+    }
+    /// [`Writer::bytes_shared`] as COMPACT_BYTES (varint length + 1), for
+    /// flexible versions.
+    pub fn compact_bytes_shared(&mut self, parts: &[Bytes]) {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        self.uvarint(u32::try_from(len + 1).unwrap_or(u32::MAX));
+        self.share(parts);
+    }
+    fn share(&mut self, parts: &[Bytes]) {
         for p in parts {
             if p.len() >= SHARE_AT {
                 if !self.buf.is_empty() {
