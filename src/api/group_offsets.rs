@@ -26,6 +26,12 @@ pub trait GroupOffsets: Send + Sync + 'static {
     /// A group's membership record as this node's view of the log has it.
     fn group_state(&self, group: &str) -> Option<GroupState>;
 
+    /// The version of a group's record (0: none), without copying it:
+    /// what a coordinator checks on every request.
+    fn group_state_version(&self, group: &str) -> u64 {
+        self.group_state(group).map_or(0, |s| s.version)
+    }
+
     /// Groups with a membership record.
     fn group_states(&self) -> Vec<String>;
 

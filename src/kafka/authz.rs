@@ -227,6 +227,9 @@ impl GroupOffsets for Scoped<dyn GroupOffsets> {
     fn group_state(&self, group: &str) -> Option<GroupState> {
         self.inner.group_state(group)
     }
+    fn group_state_version(&self, group: &str) -> u64 {
+        self.inner.group_state_version(group)
+    }
     fn group_states(&self) -> Vec<String> {
         self.inner.group_states()
     }

@@ -42,6 +42,11 @@ fn check_coordinator(engine: &Services, group: &str) -> Result<(), i16> {
 /// before answering a request for it (load it after the coordinator moved
 /// here; replace it if another node wrote since).
 fn load(engine: &Services, groups: &Groups, group: &str) {
+    let logged = engine.group_offsets.group_state_version(group);
+    // The usual case, cheaply: this node's copy is the log's record.
+    if groups.stored_version(group).unwrap_or(0) == logged {
+        return;
+    }
     groups.sync_with_log(group, engine.group_offsets.group_state(group), Instant::now());
 }
 
@@ -54,10 +59,14 @@ pub(super) async fn persist(engine: &Services, groups: &Groups, group: &str) {
             .put_group_state(group, groups::record::KIND, expected, bytes.clone())
             .await;
         let failed = outcome.is_err();
-        if let Err(e) = &outcome {
+        let outcome = outcome.map_err(|e| {
             tracing::warn!(group, error = %e, "group record not written");
-        }
-        groups.write_done(group, expected, bytes, outcome.map_err(|_| ()), Instant::now());
+            match e.code {
+                ErrorCode::RequestTooLarge | ErrorCode::InvalidRequest => groups::WriteFailed::Refused,
+                _ => groups::WriteFailed::Retry,
+            }
+        });
+        groups.write_done(group, expected, bytes, outcome, Instant::now());
         if failed {
             break;
         }

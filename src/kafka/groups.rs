@@ -718,6 +718,15 @@ impl Groups {
     }
 }
 
+/// Why a record write failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteFailed {
+    /// Maybe transient (the metadata store unreachable): write again.
+    Retry,
+    /// The log refuses this record (over the size cap): do not retry it.
+    Refused,
+}
+
 /// Keeping groups in the metadata log (see the module doc).
 impl Groups {
     /// What to write for `group`, if its record is behind: (the version
@@ -746,14 +755,14 @@ impl Groups {
     /// Settle a write [`Groups::take_write`] handed out: `Ok(Written(v))`
     /// records the new version; a `Conflict` whose winner is another
     /// record means another node coordinated the group meanwhile, so the
-    /// group is replaced by the winner (or dropped if there is none); an
-    /// error leaves the group behind, to be written again.
+    /// group is replaced by the winner (or dropped if there is none); a
+    /// `Retry` failure leaves the group behind, to be written again.
     pub fn write_done(
         &self,
         group: &str,
         expected: u64,
         bytes: Vec<u8>,
-        outcome: Result<crate::api::GroupStateWrite, ()>,
+        outcome: Result<crate::api::GroupStateWrite, WriteFailed>,
         now: Instant,
     ) {
         use crate::api::GroupStateWrite;
@@ -767,7 +776,10 @@ impl Groups {
                 g.stored.version = v;
                 g.stored.bytes = Some(bytes);
             }
-            Ok(GroupStateWrite::Written(_)) | Err(()) => {}
+            Ok(GroupStateWrite::Written(_)) | Err(WriteFailed::Retry) => {}
+            // Refused for what it is (too large): not retried until the
+            // group changes again; the log keeps the previous record.
+            Err(WriteFailed::Refused) => g.stored.bytes = Some(bytes),
             Ok(GroupStateWrite::Conflict(Some(w))) if w.data == bytes => {
                 g.stored.version = w.version;
                 g.stored.bytes = Some(bytes);
@@ -845,6 +857,12 @@ impl Groups {
     /// coordinates it; the log's record stands).
     pub fn forget(&self, group: &str) {
         self.lock().remove(group);
+    }
+
+    /// The version of the log's record this node's copy of `group` was
+    /// last written or loaded at (`None`: not held).
+    pub fn stored_version(&self, group: &str) -> Option<u64> {
+        self.lock().get(group).map(|g| g.stored.version)
     }
 
     /// Whether this node holds `group` in memory.

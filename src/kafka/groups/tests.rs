@@ -296,3 +296,17 @@ fn a_completed_generation_is_written_and_a_second_coordinator_carries_on() {
     let back = g.describe("g").unwrap();
     assert_eq!((back.phase, back.members.len(), back.generation), (Phase::Empty, 0, 2));
 }
+
+#[test]
+fn a_record_the_log_refuses_is_not_retried_until_the_group_changes() {
+    let g = Groups::new();
+    let now = Instant::now();
+    let a = join_new(&g, now);
+    g.sync("g", 1, &a, vec![], now).unwrap();
+    let (v, bytes) = g.take_write("g").unwrap();
+    g.write_done("g", v, bytes.clone(), Err(WriteFailed::Retry), now);
+    let (v, bytes) = g.take_write("g").expect("retried");
+    g.write_done("g", v, bytes, Err(WriteFailed::Refused), now);
+    assert_eq!(g.take_write("g"), None);
+    assert!(g.dirty_groups().is_empty());
+}

@@ -17,6 +17,7 @@ async fn conformance(g: &dyn GroupOffsets) {
         data: b"one".to_vec(),
     };
     assert_eq!(g.group_state("g"), Some(one.clone()));
+    assert_eq!(g.group_state_version("g"), 1);
     assert_eq!(g.group_states(), vec!["g".to_string()]);
     // A writer that saw no record loses and is told what won.
     assert_eq!(

@@ -91,6 +91,10 @@ impl GroupOffsets for Node {
         state_of(&self.meta.view(), group)
     }
 
+    fn group_state_version(&self, group: &str) -> u64 {
+        self.meta.view().group_states.get(group).map_or(0, |r| r.version)
+    }
+
     fn group_states(&self) -> Vec<String> {
         self.meta.view().group_states.keys().cloned().collect()
     }
