@@ -38,6 +38,54 @@ fn check_coordinator(engine: &Services, group: &str) -> Result<(), i16> {
     }
 }
 
+/// Bring this node's copy of `group` in line with the log's record
+/// before answering a request for it (load it after the coordinator moved
+/// here; replace it if another node wrote since).
+fn load(engine: &Services, groups: &Groups, group: &str) {
+    let logged = engine.group_offsets.group_state_version(group);
+    // The usual case, cheaply: this node's copy is the log's record.
+    if groups.stored_version(group).unwrap_or(0) == logged {
+        return;
+    }
+    groups.sync_with_log(group, engine.group_offsets.group_state(group), Instant::now());
+}
+
+/// Write `group`'s record while it is behind (one write in flight per
+/// group; a failed write is retried by the ticker).
+pub(super) async fn persist(engine: &Services, groups: &Groups, group: &str) {
+    while let Some((expected, bytes)) = groups.take_write(group) {
+        let outcome = engine
+            .group_offsets
+            .put_group_state(group, groups::record::KIND, expected, bytes.clone())
+            .await;
+        let failed = outcome.is_err();
+        let outcome = outcome.map_err(|e| {
+            tracing::warn!(group, error = %e, "group record not written");
+            match e.code {
+                ErrorCode::RequestTooLarge | ErrorCode::InvalidRequest => groups::WriteFailed::Refused,
+                _ => groups::WriteFailed::Retry,
+            }
+        });
+        groups.write_done(group, expected, bytes, outcome, Instant::now());
+        if failed {
+            break;
+        }
+    }
+}
+
+/// The ticker's pass: write the groups whose record is behind (sessions
+/// expired, members left) if this node still coordinates them, and forget
+/// those it no longer does (their new coordinator loads the log's record).
+pub(super) async fn persist_dirty(engine: &Services, groups: &Groups) {
+    for g in groups.dirty_groups() {
+        if check_coordinator(engine, &g).is_ok() {
+            persist(engine, groups, &g).await;
+        } else {
+            groups.forget(&g);
+        }
+    }
+}
+
 fn ms(v: i32) -> Duration {
     Duration::from_millis(u64::try_from(v).unwrap_or(0))
 }
@@ -73,7 +121,10 @@ pub(super) async fn group_request(
             let req = decode_sync_group(r, version)?;
             let answer = match check_coordinator(engine, &req.group_id) {
                 Err(e) => Err(e),
-                Ok(()) => sync(groups, req).await,
+                Ok(()) => {
+                    load(engine, groups, &req.group_id);
+                    sync(engine, groups, req).await
+                }
             };
             match answer {
                 Ok(a) => encode_sync_group(w, version, code::NONE, &a),
@@ -82,9 +133,13 @@ pub(super) async fn group_request(
         }
         HEARTBEAT => {
             let req = decode_heartbeat(r, version)?;
-            let e = check_coordinator(engine, &req.group_id)
-                .err()
-                .unwrap_or_else(|| groups.heartbeat(&req.group_id, req.generation_id, &req.member_id, Instant::now()));
+            let e = check_coordinator(engine, &req.group_id).err().unwrap_or_else(|| {
+                load(engine, groups, &req.group_id);
+                match groups.check_instance(&req.group_id, &req.member_id, req.group_instance_id.as_deref()) {
+                    0 => groups.heartbeat(&req.group_id, req.generation_id, &req.member_id, Instant::now()),
+                    e => e,
+                }
+            });
             encode_error_only(w, version >= 1, e);
         }
         LEAVE_GROUP => {
@@ -92,11 +147,14 @@ pub(super) async fn group_request(
             match check_coordinator(engine, &req.group_id) {
                 Err(e) => encode_leave_group(w, version, e, &[]),
                 Ok(()) => {
+                    load(engine, groups, &req.group_id);
                     let results: Vec<(String, i16)> = req
                         .member_ids
                         .iter()
-                        .map(|m| (m.clone(), groups.leave(&req.group_id, m, Instant::now())))
+                        .zip(&req.instance_ids)
+                        .map(|(m, i)| (m.clone(), groups.leave(&req.group_id, m, i.as_deref(), Instant::now())))
                         .collect();
+                    persist(engine, groups, &req.group_id).await;
                     let top = if version >= 3 { code::NONE } else { results[0].1 };
                     encode_leave_group(w, version, top, &results);
                 }
@@ -104,7 +162,7 @@ pub(super) async fn group_request(
         }
         OFFSET_COMMIT => {
             let req = decode_offset_commit(r, version)?;
-            let topics = offset_commit(engine, groups, req).await;
+            let topics = offset_commit(engine, groups, version, req).await;
             encode_offset_commit(w, version, &topics);
         }
         OFFSET_FETCH => {
@@ -155,6 +213,7 @@ async fn join(
     if let Err(e) = check_coordinator(engine, &req.group_id) {
         return Joined::error(e, &req.member_id);
     }
+    load(engine, groups, &req.group_id);
     let rebalance_timeout = ms(req.rebalance_timeout_ms).min(groups::MAX_SESSION);
     let group = req.group_id.clone();
     let j = Join {
@@ -167,6 +226,7 @@ async fn join(
         protocol_type: req.protocol_type,
         protocols: req.protocols,
         require_known_member_id: version >= 4,
+        instance_id: req.group_instance_id,
     };
     let member_id = match groups.join(j, Instant::now()) {
         Ok(id) => id,
@@ -174,12 +234,20 @@ async fn join(
     };
     let deadline = Instant::now() + rebalance_timeout + Duration::from_secs(5);
     let timeout = Joined::error(gcode::REBALANCE_IN_PROGRESS, &member_id);
+    // A static member that replaced itself in a Stable group changed it.
+    persist(engine, groups, &group).await;
     groups::wait_for(groups, deadline, || groups.join_result(&group, &member_id), timeout).await
 }
 
-async fn sync(groups: &Groups, req: SyncGroupRequest) -> Result<bytes::Bytes, i16> {
+async fn sync(engine: &Services, groups: &Groups, req: SyncGroupRequest) -> Result<bytes::Bytes, i16> {
     let now = Instant::now();
+    match groups.check_instance(&req.group_id, &req.member_id, req.group_instance_id.as_deref()) {
+        0 => {}
+        e => return Err(e),
+    }
     groups.sync(&req.group_id, req.generation_id, &req.member_id, req.assignments, now)?;
+    // The leader's assignments completed a generation: keep it.
+    persist(engine, groups, &req.group_id).await;
     let deadline = now + Duration::from_secs(60);
     groups::wait_for(
         groups,
@@ -190,16 +258,30 @@ async fn sync(groups: &Groups, req: SyncGroupRequest) -> Result<bytes::Bytes, i1
     .await
 }
 
-async fn offset_commit(engine: &Services, groups: &Groups, req: OffsetCommitRequest) -> Vec<(String, Vec<(i32, i16)>)> {
+async fn offset_commit(
+    engine: &Services,
+    groups: &Groups,
+    version: i16,
+    req: OffsetCommitRequest,
+) -> Vec<(String, Vec<(i32, i16)>)> {
     let all = |topics: &[(String, Vec<CommitPartition>)], e: i16| -> Vec<(String, Vec<(i32, i16)>)> {
         topics
             .iter()
             .map(|(t, ps)| (t.clone(), ps.iter().map(|p| (p.partition, e)).collect()))
             .collect()
     };
-    let check = check_coordinator(engine, &req.group_id)
-        .err()
-        .unwrap_or_else(|| groups.check_commit(&req.group_id, req.generation_id, &req.member_id));
+    let check = check_coordinator(engine, &req.group_id).err().unwrap_or_else(|| {
+        load(engine, groups, &req.group_id);
+        let has_offsets = !groups.holds(&req.group_id) && engine.group_offsets.offset_groups().contains(&req.group_id);
+        groups.check_commit(&groups::CommitCheck {
+            group: &req.group_id,
+            generation: req.generation_id,
+            member_id: &req.member_id,
+            instance_id: req.group_instance_id.as_deref(),
+            version,
+            has_offsets,
+        })
+    });
     if check != code::NONE {
         return all(&req.topics, check);
     }
@@ -328,6 +410,7 @@ fn describe(engine: &Services, groups: &Groups, group: String) -> DescribedGroup
     if let Err(e) = check_coordinator(engine, &group) {
         return empty(e, "");
     }
+    load(engine, groups, &group);
     match groups.describe(&group) {
         Some(g) => {
             let protocol = g.protocol.clone().unwrap_or_default();
@@ -373,6 +456,7 @@ async fn delete_group(engine: &Services, groups: &Groups, group: &str) -> i16 {
     if engine.group_offsets.authorize_group_delete(group).is_err() {
         return gcode::GROUP_AUTHORIZATION_FAILED;
     }
+    load(engine, groups, group);
     if let Err(e) = groups.delete(group) {
         return e;
     }

@@ -110,6 +110,8 @@ pub struct SyncGroupRequest {
     pub group_id: String,
     pub generation_id: i32,
     pub member_id: String,
+    /// v3+: a static member's `group.instance.id`.
+    pub group_instance_id: Option<String>,
     pub assignments: Vec<(String, Bytes)>,
 }
 
@@ -117,9 +119,7 @@ pub fn decode_sync_group(r: &mut Reader, version: i16) -> DecodeResult<SyncGroup
     let group_id = r.string()?;
     let generation_id = r.i32()?;
     let member_id = r.string()?;
-    if version >= 3 {
-        r.nullable_string()?;
-    }
+    let group_instance_id = if version >= 3 { r.nullable_string()? } else { None };
     let n = r.array_len(2 + 4)?;
     let mut assignments = Vec::with_capacity(n);
     for _ in 0..n {
@@ -130,6 +130,7 @@ pub fn decode_sync_group(r: &mut Reader, version: i16) -> DecodeResult<SyncGroup
         group_id,
         generation_id,
         member_id,
+        group_instance_id,
         assignments,
     })
 }
@@ -147,20 +148,21 @@ pub struct HeartbeatRequest {
     pub group_id: String,
     pub generation_id: i32,
     pub member_id: String,
+    /// v3+: a static member's `group.instance.id`.
+    pub group_instance_id: Option<String>,
 }
 
 pub fn decode_heartbeat(r: &mut Reader, version: i16) -> DecodeResult<HeartbeatRequest> {
     let group_id = r.string()?;
     let generation_id = r.i32()?;
     let member_id = r.string()?;
-    if version >= 3 {
-        r.nullable_string()?;
-    }
+    let group_instance_id = if version >= 3 { r.nullable_string()? } else { None };
     r.expect_end()?;
     Ok(HeartbeatRequest {
         group_id,
         generation_id,
         member_id,
+        group_instance_id,
     })
 }
 
@@ -176,23 +178,30 @@ pub fn encode_error_only(w: &mut Writer, throttle: bool, error_code: i16) {
 pub struct LeaveGroupRequest {
     pub group_id: String,
     pub member_ids: Vec<String>,
+    /// v3+: each member's `group.instance.id`, in step with `member_ids`.
+    pub instance_ids: Vec<Option<String>>,
 }
 
 pub fn decode_leave_group(r: &mut Reader, version: i16) -> DecodeResult<LeaveGroupRequest> {
     let group_id = r.string()?;
-    let member_ids = if version >= 3 {
+    let (member_ids, instance_ids) = if version >= 3 {
         let n = r.array_len(2 + 2)?;
         let mut ids = Vec::with_capacity(n);
+        let mut instances = Vec::with_capacity(n);
         for _ in 0..n {
             ids.push(r.string()?);
-            r.nullable_string()?;
+            instances.push(r.nullable_string()?);
         }
-        ids
+        (ids, instances)
     } else {
-        vec![r.string()?]
+        (vec![r.string()?], vec![None])
     };
     r.expect_end()?;
-    Ok(LeaveGroupRequest { group_id, member_ids })
+    Ok(LeaveGroupRequest {
+        group_id,
+        member_ids,
+        instance_ids,
+    })
 }
 
 pub fn encode_leave_group(w: &mut Writer, version: i16, error_code: i16, members: &[(String, i16)]) {
@@ -222,6 +231,8 @@ pub struct OffsetCommitRequest {
     pub group_id: String,
     pub generation_id: i32,
     pub member_id: String,
+    /// v7+: a static member's `group.instance.id`.
+    pub group_instance_id: Option<String>,
     pub topics: PerTopic<CommitPartition>,
 }
 
@@ -235,9 +246,7 @@ pub fn decode_offset_commit(r: &mut Reader, version: i16) -> DecodeResult<Offset
     if (2..=4).contains(&version) {
         r.i64()?; // retention_time_ms: offsets are kept until the group is deleted
     }
-    if version >= 7 {
-        r.nullable_string()?;
-    }
+    let group_instance_id = if version >= 7 { r.nullable_string()? } else { None };
     let n = r.array_len(2 + 4)?;
     let mut topics = Vec::with_capacity(n);
     for _ in 0..n {
@@ -267,6 +276,7 @@ pub fn decode_offset_commit(r: &mut Reader, version: i16) -> DecodeResult<Offset
         group_id,
         generation_id,
         member_id,
+        group_instance_id,
         topics,
     })
 }

@@ -1,8 +1,14 @@
 //! The classic consumer-group coordinator: membership (generation, members,
-//! protocol, leader, assignments) lives in memory on the coordinating node.
-//! Committed offsets do not: they go through the metadata log
-//! (`CommitOffsets`), so they survive a coordinator failover; membership
-//! does not, and members rejoin the new coordinator.
+//! protocol, leader, assignments) is worked on in memory on the coordinating
+//! node and kept in the metadata log as one record per group ([`record`])
+//! whenever a generation completes (Stable) or the group empties, so a
+//! new coordinator carries on at the same generation with the same member
+//! ids. Committed offsets go through the log too (`CommitOffsets`).
+//!
+//! Writes are a compare-and-set on the record's version: [`Groups::take_write`]
+//! hands out what to write, [`Groups::write_done`] settles it, and
+//! [`Groups::sync_with_log`] replaces a group that another node has written
+//! since (or loads one this node does not hold).
 //!
 //! The state machine is synchronous ([`Groups`] methods take `now`), so it
 //! is unit-testable without a clock; the request handlers wait on
@@ -29,7 +35,10 @@ pub mod code {
     pub const NON_EMPTY_GROUP: i16 = 68;
     pub const GROUP_ID_NOT_FOUND: i16 = 69;
     pub const MEMBER_ID_REQUIRED: i16 = 79;
+    pub const FENCED_INSTANCE_ID: i16 = 82;
 }
+
+pub mod record;
 
 /// Session timeouts accepted (Kafka's broker defaults).
 pub const MIN_SESSION: Duration = Duration::from_millis(1_000);
@@ -41,6 +50,8 @@ pub const MAX_GROUPS: usize = 10_000;
 #[derive(Debug, Clone)]
 pub struct Member {
     pub id: String,
+    /// `group.instance.id` of a static member (KIP-345).
+    pub instance_id: Option<String>,
     pub client_id: String,
     pub client_host: String,
     pub session_timeout: Duration,
@@ -87,6 +98,18 @@ pub struct Group {
     pub members: BTreeMap<String, Member>,
     /// Member ids handed out by a MEMBER_ID_REQUIRED answer, not yet joined.
     pub pending: BTreeMap<String, Instant>,
+    /// What the metadata log holds for the group.
+    pub stored: Stored,
+}
+
+/// The group's record in the metadata log, as this node last wrote or read it.
+#[derive(Debug, Clone, Default)]
+pub struct Stored {
+    /// The record's version (0: none).
+    pub version: u64,
+    pub bytes: Option<Vec<u8>>,
+    /// A write is in flight (one at a time per group).
+    pub writing: bool,
 }
 
 impl Group {
@@ -99,7 +122,54 @@ impl Group {
             leader: None,
             members: BTreeMap::new(),
             pending: BTreeMap::new(),
+            stored: Stored::default(),
         }
+    }
+
+    /// The record to keep for the group now: only between rebalances
+    /// (Stable, or Empty once it had a record); mid-rebalance the log
+    /// keeps the last completed generation.
+    fn record(&self) -> Option<Vec<u8>> {
+        match self.phase {
+            Phase::Stable => Some(record::encode(self)),
+            Phase::Empty if self.stored.bytes.is_some() => Some(record::encode(self)),
+            _ => None,
+        }
+    }
+
+    /// The log's record differs from what the group now is.
+    fn dirty(&self) -> bool {
+        self.record().is_some_and(|b| self.stored.bytes.as_ref() != Some(&b))
+    }
+
+    /// May leave memory: nothing to write, nobody in it.
+    fn idle(&self) -> bool {
+        self.members.is_empty() && self.pending.is_empty() && !self.stored.writing && !self.dirty()
+    }
+
+    /// The member id of the static member `instance`.
+    fn static_member(&self, instance: &str) -> Option<&str> {
+        self.members
+            .values()
+            .find(|m| m.instance_id.as_deref() == Some(instance))
+            .map(|m| m.id.as_str())
+    }
+
+    /// Kafka's member check: a static member's instance id must be held by
+    /// this member id (`FENCED_INSTANCE_ID` if a newer one replaced it),
+    /// and the member must exist.
+    fn validate_member(&self, member_id: &str, instance: Option<&str>) -> Result<(), i16> {
+        if let Some(i) = instance {
+            match self.static_member(i) {
+                None => return Err(code::UNKNOWN_MEMBER_ID),
+                Some(id) if id != member_id => return Err(code::FENCED_INSTANCE_ID),
+                Some(_) => {}
+            }
+        }
+        if !self.members.contains_key(member_id) {
+            return Err(code::UNKNOWN_MEMBER_ID);
+        }
+        Ok(())
     }
 
     /// Start (or continue) a rebalance: every member must rejoin.
@@ -199,6 +269,8 @@ pub struct Join {
     pub protocols: Vec<(String, Bytes)>,
     /// Newer versions: an unknown member first gets an id to rejoin with.
     pub require_known_member_id: bool,
+    /// `group.instance.id` (JoinGroup v5+): a static member.
+    pub instance_id: Option<String>,
 }
 
 /// The answer to a JoinGroup once the join round completed.
@@ -224,6 +296,19 @@ impl Joined {
             members: Vec::new(),
         }
     }
+}
+
+/// What an OffsetCommit asks of the group (see [`Groups::check_commit`]).
+#[derive(Debug, Clone, Copy)]
+pub struct CommitCheck<'a> {
+    pub group: &'a str,
+    pub generation: i32,
+    pub member_id: &'a str,
+    pub instance_id: Option<&'a str>,
+    /// The request's OffsetCommit version.
+    pub version: i16,
+    /// The group has committed offsets (it exists, Empty, in Kafka's terms).
+    pub has_offsets: bool,
 }
 
 /// The in-memory groups this node coordinates.
@@ -281,9 +366,38 @@ impl Groups {
         {
             return Err(Joined::error(code::INCONSISTENT_GROUP_PROTOCOL, &j.member_id));
         }
+        if let Some(instance) = j.instance_id.as_deref() {
+            match (g.static_member(instance).map(str::to_string), j.member_id.is_empty()) {
+                // The static member came back under a new member id:
+                // it takes over the old one's place (and assignment).
+                (Some(old), true) => {
+                    let id = self.member_id(&j.client_id);
+                    let stable = g.phase == Phase::Stable;
+                    Self::replace_static(g, &old, &id, j, now);
+                    if !stable {
+                        if g.phase == Phase::CompletingRebalance {
+                            g.prepare(now);
+                        }
+                        if let Some(m) = g.members.get_mut(&id) {
+                            m.joined = true;
+                        }
+                        g.maybe_complete(false, now);
+                    }
+                    drop(groups);
+                    self.changed.notify_waiters();
+                    return Ok(id);
+                }
+                (Some(old), false) if old != j.member_id => {
+                    return Err(Joined::error(code::FENCED_INSTANCE_ID, &j.member_id));
+                }
+                (None, false) => return Err(Joined::error(code::UNKNOWN_MEMBER_ID, &j.member_id)),
+                _ => {}
+            }
+        }
         let member_id = if j.member_id.is_empty() {
             let id = self.member_id(&j.client_id);
-            if j.require_known_member_id {
+            // Static members skip the MEMBER_ID_REQUIRED round (KIP-345).
+            if j.require_known_member_id && j.instance_id.is_none() {
                 g.pending.insert(id.clone(), now + j.session_timeout);
                 return Err(Joined::error(code::MEMBER_ID_REQUIRED, &id));
             }
@@ -298,6 +412,7 @@ impl Groups {
         }
         let member = Member {
             id: member_id.clone(),
+            instance_id: j.instance_id,
             client_id: j.client_id,
             client_host: j.client_host,
             session_timeout: j.session_timeout,
@@ -317,6 +432,50 @@ impl Groups {
         drop(groups);
         self.changed.notify_waiters();
         Ok(member_id)
+    }
+
+    /// A static member rejoined as `new`: `old` is fenced, `new` keeps its
+    /// assignment (and leadership). In Stable with the same protocols the
+    /// generation does not change; otherwise a rebalance starts.
+    fn replace_static(g: &mut Group, old: &str, new: &str, j: Join, now: Instant) {
+        let Some(prev) = g.members.remove(old) else {
+            return;
+        };
+        let same_protocols = prev.protocols == j.protocols;
+        if g.leader.as_deref() == Some(old) {
+            g.leader = Some(new.to_string());
+        }
+        tracing::info!(old, new, "static member replaced");
+        g.members.insert(
+            new.to_string(),
+            Member {
+                id: new.to_string(),
+                instance_id: j.instance_id,
+                client_id: j.client_id,
+                client_host: j.client_host,
+                session_timeout: j.session_timeout,
+                rebalance_timeout: j.rebalance_timeout,
+                protocols: j.protocols,
+                assignment: prev.assignment,
+                deadline: now + j.session_timeout,
+                joined: prev.joined,
+            },
+        );
+        if g.phase == Phase::Stable && !same_protocols {
+            g.prepare(now);
+        }
+    }
+
+    /// A SyncGroup's or Heartbeat's static-member check: 0, or the error
+    /// (FENCED_INSTANCE_ID for a replaced member id).
+    pub fn check_instance(&self, group: &str, member_id: &str, instance: Option<&str>) -> i16 {
+        let Some(i) = instance else {
+            return 0;
+        };
+        match self.lock().get(group) {
+            None => code::UNKNOWN_MEMBER_ID,
+            Some(g) => g.validate_member(member_id, Some(i)).err().unwrap_or(0),
+        }
     }
 
     /// `None` while the join round is still open.
@@ -361,9 +520,11 @@ impl Groups {
 
     /// Common checks of SyncGroup, Heartbeat and OffsetCommit.
     fn check_member(g: &Group, generation: i32, member_id: &str) -> Result<(), i16> {
-        if !g.members.contains_key(member_id) {
-            return Err(code::UNKNOWN_MEMBER_ID);
-        }
+        Self::check_static(g, generation, member_id, None)
+    }
+
+    fn check_static(g: &Group, generation: i32, member_id: &str, instance: Option<&str>) -> Result<(), i16> {
+        g.validate_member(member_id, instance)?;
         if generation != g.generation {
             return Err(code::ILLEGAL_GENERATION);
         }
@@ -435,15 +596,27 @@ impl Groups {
         }
     }
 
-    pub fn leave(&self, group: &str, member_id: &str, now: Instant) -> i16 {
+    /// A LeaveGroup of one member. A static member (v3+) may be named by
+    /// its instance id alone (empty member id); a member id that is not
+    /// the instance's current one is fenced.
+    pub fn leave(&self, group: &str, member_id: &str, instance: Option<&str>, now: Instant) -> i16 {
         let mut groups = self.lock();
         let Some(g) = groups.get_mut(group) else {
             return code::UNKNOWN_MEMBER_ID;
         };
-        if !g.remove_member(member_id, now) {
+        let mut member_id = member_id.to_string();
+        if let Some(i) = instance {
+            match g.static_member(i) {
+                None => return code::UNKNOWN_MEMBER_ID,
+                Some(id) if member_id.is_empty() => member_id = id.to_string(),
+                Some(id) if id != member_id => return code::FENCED_INSTANCE_ID,
+                Some(_) => {}
+            }
+        }
+        if !g.remove_member(&member_id, now) {
             return code::UNKNOWN_MEMBER_ID;
         }
-        if g.members.is_empty() && g.pending.is_empty() {
+        if g.idle() {
             groups.remove(group);
         }
         drop(groups);
@@ -451,32 +624,44 @@ impl Groups {
         0
     }
 
-    /// May `member_id` at `generation` commit offsets for `group`? Simple
-    /// commits (generation -1, no member) are allowed when the group has no
-    /// members.
-    pub fn check_commit(&self, group: &str, generation: i32, member_id: &str) -> i16 {
+    /// May `member_id` at `generation` commit offsets for `group`? Kafka's
+    /// rules (ClassicGroup.validateOffsetCommit): a commit without a
+    /// generation (-1) is a simple consumer's or an admin's and is taken
+    /// while the group has no members; otherwise the member (and its
+    /// static instance id) must be current, at the current generation.
+    /// Offsets are stored in Stable and PreparingRebalance (a member
+    /// commits what it has before rejoining); only CompletingRebalance,
+    /// between join and sync, answers REBALANCE_IN_PROGRESS. A group this
+    /// node does not hold: taken at generation -1; otherwise
+    /// UNKNOWN_MEMBER_ID if it exists as an Empty group (`has_offsets`),
+    /// else ILLEGAL_GENERATION (GROUP_ID_NOT_FOUND from v9).
+    pub fn check_commit(&self, c: &CommitCheck<'_>) -> i16 {
         let groups = self.lock();
-        match groups.get(group) {
-            None => {
-                if generation < 0 {
-                    0
-                } else {
-                    code::UNKNOWN_MEMBER_ID
-                }
-            }
-            Some(g) if generation < 0 && member_id.is_empty() => {
-                if g.members.is_empty() {
-                    0
-                } else {
-                    code::UNKNOWN_MEMBER_ID
-                }
-            }
-            Some(g) => match Self::check_member(g, generation, member_id) {
-                Err(e) => e,
-                Ok(()) if matches!(g.phase, Phase::PreparingRebalance { .. }) => code::REBALANCE_IN_PROGRESS,
-                Ok(()) => 0,
-            },
+        let Some(g) = groups.get(c.group) else {
+            return if c.generation < 0 {
+                0
+            } else if c.has_offsets {
+                code::UNKNOWN_MEMBER_ID
+            } else if c.version >= 9 {
+                code::GROUP_ID_NOT_FOUND
+            } else {
+                code::ILLEGAL_GENERATION
+            };
+        };
+        if c.generation < 0 && g.phase == Phase::Empty {
+            return 0;
         }
+        if c.generation >= 0 || !c.member_id.is_empty() || c.instance_id.is_some() {
+            if let Err(e) = Self::check_static(g, c.generation, c.member_id, c.instance_id) {
+                return e;
+            }
+        } else if g.phase != Phase::Empty {
+            return code::UNKNOWN_MEMBER_ID;
+        }
+        if g.phase == Phase::CompletingRebalance {
+            return code::REBALANCE_IN_PROGRESS;
+        }
+        0
     }
 
     /// Expire sessions and overdue join rounds. Returns whether anything changed.
@@ -501,7 +686,7 @@ impl Groups {
                 }
             }
         }
-        groups.retain(|_, g| !g.members.is_empty() || !g.pending.is_empty());
+        groups.retain(|_, g| !g.idle());
         drop(groups);
         if any {
             self.changed.notify_waiters();
@@ -530,6 +715,159 @@ impl Groups {
         }
         groups.remove(group);
         Ok(())
+    }
+}
+
+/// Why a record write failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteFailed {
+    /// Maybe transient (the metadata store unreachable): write again.
+    Retry,
+    /// The log refuses this record (over the size cap): do not retry it.
+    Refused,
+}
+
+/// Keeping groups in the metadata log (see the module doc).
+impl Groups {
+    /// What to write for `group`, if its record is behind: (the version
+    /// the log should be at, the record). Marks the write in flight; settle
+    /// it with [`Groups::write_done`].
+    pub fn take_write(&self, group: &str) -> Option<(u64, Vec<u8>)> {
+        let mut groups = self.lock();
+        let g = groups.get_mut(group)?;
+        if g.stored.writing || !g.dirty() {
+            return None;
+        }
+        let bytes = g.record()?;
+        g.stored.writing = true;
+        Some((g.stored.version, bytes))
+    }
+
+    /// Groups whose record is behind.
+    pub fn dirty_groups(&self) -> Vec<String> {
+        self.lock()
+            .iter()
+            .filter(|(_, g)| !g.stored.writing && g.dirty())
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
+    /// Settle a write [`Groups::take_write`] handed out: `Ok(Written(v))`
+    /// records the new version; a `Conflict` whose winner is another
+    /// record means another node coordinated the group meanwhile, so the
+    /// group is replaced by the winner (or dropped if there is none); a
+    /// `Retry` failure leaves the group behind, to be written again.
+    pub fn write_done(
+        &self,
+        group: &str,
+        expected: u64,
+        bytes: Vec<u8>,
+        outcome: Result<crate::api::GroupStateWrite, WriteFailed>,
+        now: Instant,
+    ) {
+        use crate::api::GroupStateWrite;
+        let mut groups = self.lock();
+        let Some(g) = groups.get_mut(group) else {
+            return;
+        };
+        g.stored.writing = false;
+        match outcome {
+            Ok(GroupStateWrite::Written(v)) if g.stored.version == expected => {
+                g.stored.version = v;
+                g.stored.bytes = Some(bytes);
+            }
+            Ok(GroupStateWrite::Written(_)) | Err(WriteFailed::Retry) => {}
+            // Refused for what it is (too large): not retried until the
+            // group changes again; the log keeps the previous record.
+            Err(WriteFailed::Refused) => g.stored.bytes = Some(bytes),
+            Ok(GroupStateWrite::Conflict(Some(w))) if w.data == bytes => {
+                g.stored.version = w.version;
+                g.stored.bytes = Some(bytes);
+            }
+            Ok(GroupStateWrite::Conflict(winner)) => {
+                tracing::warn!(group, "group record changed under this coordinator; reloading it");
+                match winner.and_then(|w| Self::loaded(&w, now)) {
+                    Some(fresh) => {
+                        groups.insert(group.to_string(), fresh);
+                    }
+                    None => {
+                        groups.remove(group);
+                    }
+                }
+            }
+        }
+        drop(groups);
+        self.changed.notify_waiters();
+    }
+
+    fn loaded(state: &crate::api::GroupState, now: Instant) -> Option<Group> {
+        if state.kind != record::KIND {
+            return None;
+        }
+        match record::decode(&state.data, now) {
+            Ok(mut g) => {
+                g.stored = Stored {
+                    version: state.version,
+                    bytes: Some(state.data.clone()),
+                    writing: false,
+                };
+                Some(g)
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "unreadable classic group record ignored");
+                None
+            }
+        }
+    }
+
+    /// Bring `group` in line with the log's record (`state`, as this node's
+    /// view has it): load it if this node does not hold the group, replace
+    /// the group if another node wrote a newer record (or deleted it), and
+    /// otherwise keep what is in memory. Loaded members get fresh sessions.
+    pub fn sync_with_log(&self, group: &str, state: Option<crate::api::GroupState>, now: Instant) {
+        let mut groups = self.lock();
+        let held = groups.get(group).map(|g| (g.stored.writing, g.stored.version));
+        match (held, state) {
+            (None, Some(st)) => {
+                if groups.len() < MAX_GROUPS {
+                    if let Some(g) = Self::loaded(&st, now) {
+                        tracing::info!(group, generation = g.generation, "classic group loaded from the log");
+                        groups.insert(group.to_string(), g);
+                    }
+                }
+            }
+            (Some((false, version)), Some(st)) if st.version > version => match Self::loaded(&st, now) {
+                Some(fresh) => {
+                    groups.insert(group.to_string(), fresh);
+                }
+                None => {
+                    groups.remove(group);
+                }
+            },
+            (Some((false, version)), None) if version > 0 => {
+                groups.remove(group);
+            }
+            _ => return,
+        }
+        drop(groups);
+        self.changed.notify_waiters();
+    }
+
+    /// Drop `group` from memory without writing (this node no longer
+    /// coordinates it; the log's record stands).
+    pub fn forget(&self, group: &str) {
+        self.lock().remove(group);
+    }
+
+    /// The version of the log's record this node's copy of `group` was
+    /// last written or loaded at (`None`: not held).
+    pub fn stored_version(&self, group: &str) -> Option<u64> {
+        self.lock().get(group).map(|g| g.stored.version)
+    }
+
+    /// Whether this node holds `group` in memory.
+    pub fn holds(&self, group: &str) -> bool {
+        self.lock().contains_key(group)
     }
 }
 

@@ -191,11 +191,13 @@ pub async fn serve_with(
     let node_span = crate::telemetry::node_span(&me.node_id, me.epoch);
     let ticker = tokio::spawn({
         let groups = groups.clone();
+        let engine = engine.clone();
         async move {
             let mut every = tokio::time::interval(Duration::from_millis(250));
             loop {
                 every.tick().await;
                 groups.tick(tokio::time::Instant::now());
+                coordinator::persist_dirty(&engine, &groups).await;
             }
         }
     });

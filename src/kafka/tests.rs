@@ -14,6 +14,7 @@ use tokio::io::AsyncWriteExt;
 
 mod admin;
 mod dataplane;
+mod group_state;
 
 const OPTS: Options = Options {
     max_frame_bytes: 1 << 20,
