@@ -116,6 +116,7 @@ pub(super) async fn group_request(
             decode_list_groups(r, version)?;
             let me = engine.cluster.ready().node_id;
             let mut list = groups.list();
+            list.extend(groups.consumer.list()); // KIP-848 consumer groups
             for g in engine.group_offsets.offset_groups() {
                 let mine = coordinator_of(engine, &g).is_some_and(|(id, _)| id == me);
                 if mine && !list.iter().any(|(id, _)| *id == g) {
@@ -153,6 +154,10 @@ async fn join(
     peer: &str,
 ) -> Joined {
     if let Err(e) = check_coordinator(engine, &req.group_id) {
+        return Joined::error(e, &req.member_id);
+    }
+    // KIP-848: a consumer group with members refuses classic members.
+    if let Some(e) = super::consumer_coordinator::classic_join_conflict(groups, &req.group_id) {
         return Joined::error(e, &req.member_id);
     }
     let rebalance_timeout = ms(req.rebalance_timeout_ms).min(groups::MAX_SESSION);
@@ -197,9 +202,11 @@ async fn offset_commit(engine: &Services, groups: &Groups, req: OffsetCommitRequ
             .map(|(t, ps)| (t.clone(), ps.iter().map(|p| (p.partition, e)).collect()))
             .collect()
     };
-    let check = check_coordinator(engine, &req.group_id)
-        .err()
-        .unwrap_or_else(|| groups.check_commit(&req.group_id, req.generation_id, &req.member_id));
+    let check = check_coordinator(engine, &req.group_id).err().unwrap_or_else(|| {
+        // KIP-848 consumer groups validate member epochs (consumer_coordinator).
+        super::consumer_coordinator::validate_offset_commit(groups, &req.group_id, &req.member_id, req.generation_id)
+            .unwrap_or_else(|| groups.check_commit(&req.group_id, req.generation_id, &req.member_id))
+    });
     if check != code::NONE {
         return all(&req.topics, check);
     }

@@ -10,7 +10,7 @@ use kafka_protocol::messages::ApiKey;
 
 /// (api key, min version, max version): what ApiVersions advertises, and
 /// exactly what the request modules decode.
-pub const SUPPORTED: [(i16, i16, i16); 26] = [
+pub const SUPPORTED: [(i16, i16, i16); 28] = [
     (super::proto::PRODUCE, 3, 8),
     (super::proto::FETCH, 4, 11),
     (super::proto::LIST_OFFSETS, 1, 5),
@@ -37,6 +37,8 @@ pub const SUPPORTED: [(i16, i16, i16); 26] = [
     (super::admin_proto::DESCRIBE_CLUSTER, 0, 2),
     (super::sasl::SASL_HANDSHAKE, 0, 1),
     (super::sasl::SASL_AUTHENTICATE, 0, 2),
+    (super::consumer_proto::CONSUMER_GROUP_HEARTBEAT, 0, 1),
+    (super::consumer_proto::CONSUMER_GROUP_DESCRIBE, 0, 1),
 ];
 
 pub fn supported(key: i16, version: i16) -> bool {
