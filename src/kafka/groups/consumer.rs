@@ -514,6 +514,7 @@ impl Group {
             return unchanged(a);
         }
         let mut changed = false;
+        let mut bump = false;
         let owned = req.topic_partitions.as_deref().map(to_assignment);
         match req.member_epoch {
             LEAVE_EPOCH | STATIC_LEAVE_EPOCH => {
@@ -612,10 +613,13 @@ impl Group {
                             pending_revocation: Assignment::new(),
                         },
                     );
-                    self.bump();
+                    bump = true;
                     changed = true;
                 }
-                self.update_member(&id, req, caller, &mut changed);
+                bump |= self.update_member(&id, req, caller, &mut changed);
+                if bump {
+                    self.bump();
+                }
                 self.finish(&id, req, owned.as_ref(), topics, now, changed)
             }
             epoch => {
@@ -647,17 +651,19 @@ impl Group {
                     ));
                 }
                 let id = req.member_id.clone();
-                self.update_member(&id, req, caller, &mut changed);
+                if self.update_member(&id, req, caller, &mut changed) {
+                    self.bump();
+                }
                 self.finish(&id, req, owned.as_ref(), topics, now, changed)
             }
         }
     }
 
-    /// Subscription, assignor, rack, instance and timeout updates; a change
-    /// of what is assigned by moves the group epoch.
-    fn update_member(&mut self, id: &str, req: &HeartbeatRequest, caller: &Caller, changed: &mut bool) {
+    /// Subscription, assignor, rack, instance and timeout updates. `true`
+    /// when the group epoch must move (what the assignor sees changed).
+    fn update_member(&mut self, id: &str, req: &HeartbeatRequest, caller: &Caller, changed: &mut bool) -> bool {
         let Some(m) = self.state.members.get_mut(id) else {
-            return;
+            return false;
         };
         let before = m.clone();
         if let Some(names) = &req.subscribed_topic_names {
@@ -688,9 +694,7 @@ impl Group {
         if *m != before {
             *changed = true;
         }
-        if epoch_moves {
-            self.bump();
-        }
+        epoch_moves
     }
 
     fn finish(
