@@ -135,7 +135,10 @@ fn describe(engine: &Services, groups: &Groups, group: String, now: Instant) -> 
     }
     match groups.consumer.describe(&group, now) {
         Some(g) => described(&g, &topics(engine)),
-        None => error(code::GROUP_ID_NOT_FOUND, format!("Group {group} is not a consumer group.")),
+        None => error(
+            code::GROUP_ID_NOT_FOUND,
+            format!("Group {group} is not a consumer group."),
+        ),
     }
 }
 
@@ -208,3 +211,6 @@ pub fn classic_join_conflict(groups: &Groups, group: &str) -> Option<i16> {
     groups.consumer.forget_if_empty(group);
     None
 }
+
+#[cfg(test)]
+mod tests;

@@ -101,7 +101,11 @@ pub fn uniform(
                 .flat_map(|a| a.iter())
                 .filter(|(t, _)| subs.contains(t))
                 .flat_map(|(t, ps)| ps.iter().map(move |p| (*t, *p)))
-                .filter(|(t, p)| topics.get(t).is_some_and(|meta| *p >= 0 && (*p as u32) < meta.partitions))
+                .filter(|(t, p)| {
+                    topics
+                        .get(t)
+                        .is_some_and(|meta| *p >= 0 && (*p as u32) < meta.partitions)
+                })
                 .collect();
             (id, held)
         })

@@ -178,7 +178,10 @@ impl StateStore for MemoryStore {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).get(group).cloned()
     }
     fn save(&self, group: &str, record: Vec<u8>) {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).insert(group.to_string(), record);
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(group.to_string(), record);
     }
     fn remove(&self, group: &str) {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).remove(group);
@@ -307,7 +310,9 @@ fn validate(req: &HeartbeatRequest, version: i16) -> Result<(), HeartbeatAnswer>
             }
             let names = req.subscribed_topic_names.as_ref().is_some_and(|n| !n.is_empty());
             if !names && req.subscribed_topic_regex.is_none() {
-                return Err(invalid("SubscribedTopicNames or SubscribedTopicRegex must be set in first request."));
+                return Err(invalid(
+                    "SubscribedTopicNames or SubscribedTopicRegex must be set in first request.",
+                ));
             }
         }
         STATIC_LEAVE_EPOCH => {
@@ -328,7 +333,11 @@ fn validate(req: &HeartbeatRequest, version: i16) -> Result<(), HeartbeatAnswer>
             ));
         }
     }
-    if req.subscribed_topic_names.as_ref().is_some_and(|n| n.len() > MAX_SUBSCRIBED) {
+    if req
+        .subscribed_topic_names
+        .as_ref()
+        .is_some_and(|n| n.len() > MAX_SUBSCRIBED)
+    {
         return Err(invalid("Too many subscribed topic names."));
     }
     if let Some(re) = req.subscribed_topic_regex.as_deref().filter(|r| !r.is_empty()) {
@@ -536,7 +545,7 @@ impl Group {
                     self.remove(&req.member_id);
                     self.maybe_assign(topics);
                 }
-                return Outcome {
+                Outcome {
                     answer: HeartbeatAnswer {
                         member_id: Some(req.member_id.clone()),
                         member_epoch: epoch,
@@ -544,7 +553,7 @@ impl Group {
                         ..HeartbeatAnswer::default()
                     },
                     changed: true,
-                };
+                }
             }
             0 => {
                 let mut id = if req.member_id.is_empty() {
@@ -639,8 +648,7 @@ impl Group {
                     ));
                 }
                 if epoch < m.member_epoch
-                    && (epoch != m.previous_member_epoch
-                        || !owned.as_ref().is_some_and(|o| is_subset(o, &m.assigned)))
+                    && (epoch != m.previous_member_epoch || !owned.as_ref().is_some_and(|o| is_subset(o, &m.assigned)))
                 {
                     return unchanged(HeartbeatAnswer::error(
                         code::FENCED_MEMBER_EPOCH,
@@ -719,7 +727,9 @@ impl Group {
         timers.session = now + SESSION_TIMEOUT;
         let m = &self.state.members[id];
         let full = req.member_epoch == 0
-            || (req.rebalance_timeout_ms != -1 && req.subscribed_topic_names.is_some() && req.topic_partitions.is_some());
+            || (req.rebalance_timeout_ms != -1
+                && req.subscribed_topic_names.is_some()
+                && req.topic_partitions.is_some());
         let assignment = (full || before.as_ref() != Some(&m.assigned)).then(|| to_wire(&m.assigned));
         Outcome {
             answer: HeartbeatAnswer {
@@ -867,12 +877,17 @@ impl ConsumerGroups {
 
     /// (group id, "consumer") of each consumer group held here.
     pub fn list(&self) -> Vec<(String, String)> {
-        self.lock().keys().map(|k| (k.clone(), "consumer".to_string())).collect()
+        self.lock()
+            .keys()
+            .map(|k| (k.clone(), "consumer".to_string()))
+            .collect()
     }
 
     /// A copy of a group's state (ConsumerGroupDescribe).
     pub fn describe(&self, group: &str, now: Instant) -> Option<GroupState> {
-        self.with_group(group, false, now, |g| (g.state.clone(), false)).ok().flatten()
+        self.with_group(group, false, now, |g| (g.state.clone(), false))
+            .ok()
+            .flatten()
     }
 }
 

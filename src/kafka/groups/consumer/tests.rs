@@ -228,7 +228,13 @@ fn a_regex_subscription_matches_whole_topic_names() {
         },
     ];
     let a = g.heartbeat(&r, &caller(1), &topics, now).answer;
-    assert_eq!(a.assignment.unwrap(), vec![TopicPartitions { topic_id: T, partitions: vec![0] }]);
+    assert_eq!(
+        a.assignment.unwrap(),
+        vec![TopicPartitions {
+            topic_id: T,
+            partitions: vec![0]
+        }]
+    );
 }
 
 #[test]
@@ -238,7 +244,9 @@ fn more_partitions_in_the_view_retrigger_the_assignment() {
     let a = g.heartbeat(&join("m1"), &caller(1), &topics(2), now).answer;
     assert_eq!(parts(&a), vec![0, 1]);
     let epoch = g.state.group_epoch;
-    let a = g.heartbeat(&beat("m1", a.member_epoch, &[0, 1]), &caller(1), &topics(3), now).answer;
+    let a = g
+        .heartbeat(&beat("m1", a.member_epoch, &[0, 1]), &caller(1), &topics(3), now)
+        .answer;
     assert_eq!(g.state.group_epoch, epoch + 1);
     assert_eq!(parts(&a), vec![0, 1, 2]);
     assert_eq!(a.member_epoch, epoch + 1);
@@ -283,10 +291,20 @@ fn offset_commits_need_the_current_member_epoch() {
     assert_eq!(g.validate_offset_commit("", -1), 0, "simple commit to an empty group");
     let a = hb(&mut g, &join("m1"), now);
     assert_eq!(g.validate_offset_commit("m1", a.member_epoch), 0);
-    assert_eq!(g.validate_offset_commit("m1", a.member_epoch - 1), code::STALE_MEMBER_EPOCH);
-    assert_eq!(g.validate_offset_commit("m1", a.member_epoch + 1), code::STALE_MEMBER_EPOCH);
+    assert_eq!(
+        g.validate_offset_commit("m1", a.member_epoch - 1),
+        code::STALE_MEMBER_EPOCH
+    );
+    assert_eq!(
+        g.validate_offset_commit("m1", a.member_epoch + 1),
+        code::STALE_MEMBER_EPOCH
+    );
     assert_eq!(g.validate_offset_commit("zz", a.member_epoch), code::UNKNOWN_MEMBER_ID);
-    assert_eq!(g.validate_offset_commit("", -1), code::UNKNOWN_MEMBER_ID, "not while members exist");
+    assert_eq!(
+        g.validate_offset_commit("", -1),
+        code::UNKNOWN_MEMBER_ID,
+        "not while members exist"
+    );
     assert_eq!(g.validate_offset_fetch(None, -1), 0);
     assert_eq!(g.validate_offset_fetch(Some("m1"), 0), code::STALE_MEMBER_EPOCH);
 }
