@@ -1,7 +1,8 @@
-//! The consumer-group offsets capability: what groups have committed, kept
-//! in the metadata log. (Group membership lives in the Kafka front door.)
+//! The consumer-group capability: what groups have committed, and each
+//! group's membership record (opaque here: the Kafka front door encodes it),
+//! both kept in the metadata log so they survive the coordinator moving.
 
-use super::{ApiResult, GroupOffset};
+use super::{ApiResult, GroupOffset, GroupState, GroupStateWrite};
 use async_trait::async_trait;
 
 #[async_trait]
@@ -21,4 +22,26 @@ pub trait GroupOffsets: Send + Sync + 'static {
 
     /// Forget a consumer group's committed offsets (`not_found` if it has none).
     async fn delete_group(&self, group: &str) -> ApiResult<()>;
+
+    /// A group's membership record as this node's view of the log has it.
+    fn group_state(&self, group: &str) -> Option<GroupState>;
+
+    /// Groups with a membership record.
+    fn group_states(&self) -> Vec<String>;
+
+    /// Compare-and-set a group's membership record: written only if the
+    /// record is still at `expected` (0: no record). `invalid` if `data`
+    /// is over [`MAX_GROUP_STATE_BYTES`](super::MAX_GROUP_STATE_BYTES) or
+    /// `kind` is not "classic" or "consumer".
+    async fn put_group_state(
+        &self,
+        group: &str,
+        kind: &str,
+        expected: u64,
+        data: Vec<u8>,
+    ) -> ApiResult<GroupStateWrite>;
+
+    /// Remove a group's membership record if it is at `expected`
+    /// (`None`: whatever it is). Removing a missing record is `Written(0)`.
+    async fn delete_group_state(&self, group: &str, expected: Option<u64>) -> ApiResult<GroupStateWrite>;
 }

@@ -325,6 +325,32 @@ pub struct GroupOffset {
     pub metadata: Option<String>,
 }
 
+/// The most bytes a group's state record may hold (see
+/// `meta::group_state::MAX_STATE_BYTES`: one write fits one metadata-log
+/// entry that a DynamoDB item carries inline).
+pub const MAX_GROUP_STATE_BYTES: usize = crate::meta::group_state::MAX_STATE_BYTES;
+
+/// A consumer group's membership record, opaque below the Kafka front door
+/// (which encodes and decodes it). `kind` names the protocol that wrote it:
+/// `"classic"` or `"consumer"`. `version` counts its writes (1 for the
+/// first); a group without a record is at version 0.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupState {
+    pub kind: String,
+    pub version: u64,
+    pub data: Vec<u8>,
+}
+
+/// What a compare-and-set on a group's state did. A lost race is an
+/// ordinary answer: `Conflict` carries the record that won (or `None` if
+/// there is none), so the caller can reload from it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GroupStateWrite {
+    /// Written; the record is now at this version (0 after a delete).
+    Written(u64),
+    Conflict(Option<GroupState>),
+}
+
 tokio::task_local! {
     /// Set while serving a request another node forwarded to this one, so it
     /// is never forwarded again (routing is one hop).

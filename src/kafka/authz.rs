@@ -14,6 +14,7 @@
 //! | group offsets | commit_offsets, committed_offsets (filtered) | `read` |
 //! | group offsets | delete_group, authorize_group_delete | `admin` on every topic the group has offsets for |
 //! | group offsets | offset_groups | nothing |
+//! | group state | group_state(s), put_group_state, delete_group_state | nothing (membership is not scoped) |
 //! | producer ids | init_producer_id | nothing |
 //! | tokens | create_token, revoke_token, list_tokens (empty otherwise) | cluster admin |
 //! | tokens | auth_required, authenticate | nothing |
@@ -220,6 +221,26 @@ impl GroupOffsets for Scoped<dyn GroupOffsets> {
     async fn delete_group(&self, group: &str) -> ApiResult<()> {
         self.authorize_group_delete(group)?;
         self.inner.delete_group(group).await
+    }
+    // Membership is not scoped (see the module doc): the coordinator
+    // writes what its members' requests changed.
+    fn group_state(&self, group: &str) -> Option<GroupState> {
+        self.inner.group_state(group)
+    }
+    fn group_states(&self) -> Vec<String> {
+        self.inner.group_states()
+    }
+    async fn put_group_state(
+        &self,
+        group: &str,
+        kind: &str,
+        expected: u64,
+        data: Vec<u8>,
+    ) -> ApiResult<GroupStateWrite> {
+        self.inner.put_group_state(group, kind, expected, data).await
+    }
+    async fn delete_group_state(&self, group: &str, expected: Option<u64>) -> ApiResult<GroupStateWrite> {
+        self.inner.delete_group_state(group, expected).await
     }
 }
 

@@ -13,6 +13,7 @@ use rand::{Rng, SeedableRng};
 use tokio::io::AsyncWriteExt;
 
 mod admin;
+mod group_state;
 
 const OPTS: Options = Options {
     max_frame_bytes: 1 << 20,

@@ -223,9 +223,25 @@ pub enum Command {
         group: String,
         offsets: Vec<(StreamId, i64, Option<String>)>,
     },
-    /// Forget a consumer group's committed offsets.
+    /// Forget a consumer group: its committed offsets and its membership
+    /// record. Applies if it has either.
     DeleteGroup {
         group: String,
+    },
+    /// Write a consumer group's membership record if it is still at
+    /// `expected_version` (0: no record); see `meta::group_state`.
+    PutGroupState {
+        group: String,
+        kind: String,
+        expected_version: u64,
+        #[serde(with = "super::group_state::base64_bytes")]
+        data: Vec<u8>,
+    },
+    /// Remove a consumer group's membership record if it is at
+    /// `expected_version` (`None`: whatever it is).
+    DeleteGroupState {
+        group: String,
+        expected_version: Option<u64>,
     },
     /// Reserve `count` Kafka producer ids for the proposer to hand out.
     AllocateProducerIds {
@@ -269,6 +285,8 @@ impl Command {
             Command::DrainNode { .. } => "DrainNode",
             Command::CommitOffsets { .. } => "CommitOffsets",
             Command::DeleteGroup { .. } => "DeleteGroup",
+            Command::PutGroupState { .. } => "PutGroupState",
+            Command::DeleteGroupState { .. } => "DeleteGroupState",
             Command::AllocateProducerIds { .. } => "AllocateProducerIds",
             Command::CreateToken { .. } => "CreateToken",
             Command::RevokeToken { .. } => "RevokeToken",

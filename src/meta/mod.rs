@@ -16,6 +16,7 @@ pub mod conformance;
 pub mod durable;
 pub mod dynamo_log;
 pub mod entry;
+pub mod group_state;
 pub mod liveness;
 pub mod log;
 pub mod memory_log;

@@ -159,6 +159,10 @@ pub struct View {
     /// Consumer groups' committed offsets: group -> stream -> (offset, metadata).
     #[serde(default, with = "group_offsets")]
     pub groups: BTreeMap<String, GroupOffsets>,
+    /// Consumer groups' membership records (`meta::group_state`). Omitted
+    /// while empty so snapshots stay readable by older nodes.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub group_states: BTreeMap<String, super::group_state::GroupStateRow>,
     /// The next Kafka producer id no node has been given.
     #[serde(default)]
     pub next_producer_id: i64,
@@ -342,6 +346,16 @@ impl View {
             Command::DrainNode { node, epoch } => self.drain_node(node, *epoch),
             Command::CommitOffsets { group, offsets } => self.commit_offsets(group, offsets),
             Command::DeleteGroup { group } => self.delete_group(group),
+            Command::PutGroupState {
+                group,
+                kind,
+                expected_version,
+                data,
+            } => super::group_state::put(&mut self.group_states, group, kind, *expected_version, data),
+            Command::DeleteGroupState {
+                group,
+                expected_version,
+            } => super::group_state::delete(&mut self.group_states, group, *expected_version),
             Command::CreateToken { token } => self.create_token(token),
             Command::RevokeToken { id } => self.revoke_token(id),
             Command::AllocateProducerIds { count } => {
@@ -623,6 +637,8 @@ impl View {
         for offsets in self.groups.values_mut() {
             offsets.retain(|s, _| !streams.contains(s));
         }
+        // A group left with no offsets has none to list.
+        self.groups.retain(|_, offsets| !offsets.is_empty());
         Ok(())
     }
 
@@ -1021,10 +1037,15 @@ impl View {
     }
 
     fn delete_group(&mut self, group: &str) -> Result<(), Rejection> {
-        self.groups
-            .remove(group)
-            .map(|_| ())
-            .ok_or_else(|| Rejection::Precondition(format!("group {group:?} has no committed offsets")))
+        let offsets = self.groups.remove(group).is_some();
+        let state = self.group_states.remove(group).is_some();
+        if offsets || state {
+            Ok(())
+        } else {
+            Err(Rejection::Precondition(format!(
+                "group {group:?} has no committed offsets"
+            )))
+        }
     }
 
     fn drain_node(&mut self, node: &NodeId, epoch: NodeEpoch) -> Result<(), Rejection> {

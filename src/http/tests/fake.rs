@@ -53,6 +53,8 @@ pub struct FakeEngine {
     pub applied: AtomicU64,
     /// The indexes `catch_up_to` was asked for.
     pub caught_up_to: Mutex<Vec<u64>>,
+    /// Consumer groups' membership records, as the log would keep them.
+    group_states: Mutex<BTreeMap<String, GroupState>>,
 }
 
 /// The peer credential the fake accepts.
@@ -77,6 +79,7 @@ impl FakeEngine {
             append_calls: AtomicU64::new(0),
             applied: AtomicU64::new(u64::MAX),
             caught_up_to: Mutex::default(),
+            group_states: Mutex::default(),
         })
     }
 
@@ -381,6 +384,52 @@ impl GroupOffsets for FakeEngine {
 
     async fn delete_group(&self, _group: &str) -> ApiResult<()> {
         Err(unsupported("consumer groups"))
+    }
+
+    fn group_state(&self, group: &str) -> Option<GroupState> {
+        self.group_states.lock().unwrap().get(group).cloned()
+    }
+
+    fn group_states(&self) -> Vec<String> {
+        self.group_states.lock().unwrap().keys().cloned().collect()
+    }
+
+    /// The log's rules (`meta::group_state::put`) over a map in memory.
+    async fn put_group_state(
+        &self,
+        group: &str,
+        kind: &str,
+        expected: u64,
+        data: Vec<u8>,
+    ) -> ApiResult<GroupStateWrite> {
+        if data.len() > MAX_GROUP_STATE_BYTES {
+            return Err(ApiError::new(ErrorCode::RequestTooLarge, "group state too large"));
+        }
+        let mut states = self.group_states.lock().unwrap();
+        let current = states.get(group).map_or(0, |s| s.version);
+        if current != expected {
+            return Ok(GroupStateWrite::Conflict(states.get(group).cloned()));
+        }
+        let version = current + 1;
+        states.insert(
+            group.to_string(),
+            GroupState {
+                kind: kind.to_string(),
+                version,
+                data,
+            },
+        );
+        Ok(GroupStateWrite::Written(version))
+    }
+
+    async fn delete_group_state(&self, group: &str, expected: Option<u64>) -> ApiResult<GroupStateWrite> {
+        let mut states = self.group_states.lock().unwrap();
+        let current = states.get(group).map_or(0, |s| s.version);
+        if expected.is_some_and(|e| e != current) {
+            return Ok(GroupStateWrite::Conflict(states.get(group).cloned()));
+        }
+        states.remove(group);
+        Ok(GroupStateWrite::Written(0))
     }
 }
 

@@ -4,6 +4,7 @@ use super::*;
 
 mod admin;
 mod forks;
+mod group_state;
 mod lifetimes;
 mod tokens;
 

@@ -1,5 +1,6 @@
 //! [`GroupOffsets`] for [`Node`]: committed offsets live in the metadata
-//! log, keyed by stream, and are named by topic here.
+//! log, keyed by stream, and are named by topic here; membership records
+//! live there too (`meta::group_state`), written by compare-and-set.
 
 use super::super::Node;
 use super::meta_error;
@@ -58,7 +59,11 @@ impl GroupOffsets for Node {
 
     async fn delete_group(&self, group: &str) -> ApiResult<()> {
         self.check_serving()?;
-        if !self.meta.view().groups.contains_key(group) {
+        let known = {
+            let view = self.meta.view();
+            view.groups.contains_key(group) || view.group_states.contains_key(group)
+        };
+        if !known {
             return Err(ApiError::new(
                 ErrorCode::NotFound,
                 format!("group {group:?} has no offsets"),
@@ -75,6 +80,77 @@ impl GroupOffsets for Node {
         {
             Outcome::Applied => Ok(()),
             Outcome::Rejected(r) => Err(ApiError::new(ErrorCode::NotFound, r.to_string())),
+            other => Err(ApiError::new(
+                ErrorCode::Internal,
+                format!("unexpected outcome {other:?}"),
+            )),
+        }
+    }
+
+    fn group_state(&self, group: &str) -> Option<GroupState> {
+        state_of(&self.meta.view(), group)
+    }
+
+    fn group_states(&self) -> Vec<String> {
+        self.meta.view().group_states.keys().cloned().collect()
+    }
+
+    async fn put_group_state(
+        &self,
+        group: &str,
+        kind: &str,
+        expected: u64,
+        data: Vec<u8>,
+    ) -> ApiResult<GroupStateWrite> {
+        self.check_serving()?;
+        if data.len() > MAX_GROUP_STATE_BYTES {
+            return Err(ApiError::new(
+                ErrorCode::RequestTooLarge,
+                format!(
+                    "group {group:?} state is {} bytes, over the {MAX_GROUP_STATE_BYTES}-byte limit",
+                    data.len()
+                ),
+            ));
+        }
+        self.check_meta_reachable()?;
+        let cmd = Command::PutGroupState {
+            group: group.to_string(),
+            kind: kind.to_string(),
+            expected_version: expected,
+            data,
+        };
+        self.settle_group_state(group, cmd, expected + 1).await
+    }
+
+    async fn delete_group_state(&self, group: &str, expected: Option<u64>) -> ApiResult<GroupStateWrite> {
+        self.check_serving()?;
+        self.check_meta_reachable()?;
+        let cmd = Command::DeleteGroupState {
+            group: group.to_string(),
+            expected_version: expected,
+        };
+        self.settle_group_state(group, cmd, 0).await
+    }
+}
+
+fn state_of(view: &crate::meta::View, group: &str) -> Option<GroupState> {
+    view.group_states.get(group).map(|r| GroupState {
+        kind: r.kind.clone(),
+        version: r.version,
+        data: r.data.clone(),
+    })
+}
+
+impl Node {
+    /// Propose a group-state write; a lost compare-and-set answers the
+    /// record that won, as this node's view has it after the entry.
+    async fn settle_group_state(&self, group: &str, cmd: Command, written: u64) -> ApiResult<GroupStateWrite> {
+        match self.meta.propose(cmd).await.map_err(meta_error)? {
+            Outcome::Applied => Ok(GroupStateWrite::Written(written)),
+            Outcome::Rejected(Rejection::Precondition(_)) => {
+                Ok(GroupStateWrite::Conflict(state_of(&self.meta.view(), group)))
+            }
+            Outcome::Rejected(r) => Err(ApiError::new(ErrorCode::InvalidRequest, r.to_string())),
             other => Err(ApiError::new(
                 ErrorCode::Internal,
                 format!("unexpected outcome {other:?}"),
