@@ -3,14 +3,23 @@
 //! [`super::groups::consumer`], plus the hooks the classic coordinator
 //! calls for groups of the consumer protocol: OffsetCommit validation
 //! (member epoch) and JoinGroup on a consumer group.
+//!
+//! Every change of a group's stored part (epochs, members, subscriptions,
+//! assignments) is written before it is answered, as the group's
+//! `"consumer"` record through [`GroupOffsets::put_group_state`]
+//! (compare-and-set on the record's version, in the metadata log); a node
+//! that coordinates a group it does not hold loads it from that record, so
+//! members carry on at their epochs after the coordinator moves.
+//!
+//! [`GroupOffsets::put_group_state`]: crate::api::GroupOffsets::put_group_state
 
 use super::consumer_proto::*;
 use super::coordinator::coordinator_of;
 use super::groups::assignor::TopicMeta;
-use super::groups::consumer::{code, Caller, GroupState};
+use super::groups::consumer::{code, Caller, GroupState, Persist};
 use super::groups::Groups;
 use super::wire::{DecodeResult, Reader, Writer};
-use crate::api::Services;
+use crate::api::{ErrorCode, GroupStateWrite, Services};
 use tokio::time::Instant;
 
 const NOT_COORDINATOR: i16 = 16;
@@ -35,6 +44,57 @@ fn topics(engine: &Services) -> Vec<TopicMeta> {
             partitions: t.partitions,
         })
         .collect()
+}
+
+/// The group's stored record, as the view has it: (version, bytes).
+fn loader<'a>(engine: &'a Services, group: &'a str) -> impl FnOnce() -> Option<(u64, Vec<u8>)> + 'a {
+    move || {
+        engine
+            .group_offsets
+            .group_state(group)
+            .filter(|s| s.kind == "consumer")
+            .map(|s| (s.version, s.data))
+    }
+}
+
+/// Write a changed group's record. `Err(code)`: the change is not durable
+/// (the store is unreachable, or another node wrote first) and what this
+/// node held of the group is dropped, to be loaded again.
+async fn persist(engine: &Services, groups: &Groups, p: Persist) -> Result<(), i16> {
+    match engine
+        .group_offsets
+        .put_group_state(&p.group, "consumer", p.expected, p.data)
+        .await
+    {
+        Ok(GroupStateWrite::Written(v)) => {
+            groups.consumer.saved(&p.group, v);
+            Ok(())
+        }
+        Ok(GroupStateWrite::Conflict(_)) => {
+            tracing::info!(group = %p.group, "consumer group record changed under us; reloading");
+            groups.consumer.forget(&p.group);
+            Err(NOT_COORDINATOR)
+        }
+        Err(e) if e.code == ErrorCode::InvalidRequest => {
+            // Over the record size cap: kept in memory only.
+            tracing::warn!(group = %p.group, error = %e, "consumer group state too large to persist");
+            Ok(())
+        }
+        Err(e) => {
+            tracing::info!(group = %p.group, error = %e, "consumer group state not written");
+            groups.consumer.forget(&p.group);
+            Err(code::COORDINATOR_NOT_AVAILABLE)
+        }
+    }
+}
+
+/// Expire members of every consumer group and write what changed (the
+/// listener's ticker calls this).
+pub async fn tick(engine: &Services, groups: &Groups, now: Instant) {
+    let _writes = groups.consumer.writes.lock().await;
+    for p in groups.consumer.tick(now) {
+        let _ = persist(engine, groups, p).await;
+    }
 }
 
 /// A member id as Kafka makes them: 16 random bytes, URL-safe base64.
@@ -64,7 +124,7 @@ pub(super) async fn request(
                 client_host: format!("/{peer}"),
                 fresh_member_id: fresh_member_id(),
             };
-            let answer = heartbeat(engine, groups, &req, &caller, Instant::now());
+            let answer = heartbeat(engine, groups, &req, &caller, Instant::now()).await;
             w.message(&heartbeat_response(&answer), version)
         }
         CONSUMER_GROUP_DESCRIBE => {
@@ -79,9 +139,9 @@ pub(super) async fn request(
     }
 }
 
-/// One heartbeat: the coordinator check, the classic-group check, then
-/// the state machine (state saved by [`ConsumerGroups`](super::groups::consumer::ConsumerGroups)).
-pub fn heartbeat(
+/// One heartbeat: the coordinator check, the classic-group check, the
+/// state machine, and the write of what changed before the answer.
+pub async fn heartbeat(
     engine: &Services,
     groups: &Groups,
     req: &HeartbeatRequest,
@@ -103,14 +163,23 @@ pub fn heartbeat(
         );
     }
     let topics = topics(engine);
-    let run = groups
-        .consumer
-        .with_group(&req.group_id, req.member_epoch == 0, now, |g| {
+    let _writes = groups.consumer.writes.lock().await;
+    let run = groups.consumer.with_group(
+        &req.group_id,
+        req.member_epoch == 0,
+        now,
+        loader(engine, &req.group_id),
+        |g| {
             let o = g.heartbeat(req, caller, &topics, now);
             (o.answer, o.changed)
-        });
+        },
+    );
     match run {
-        Ok(Some(a)) => a,
+        Ok(Some((answer, None))) => answer,
+        Ok(Some((answer, Some(p)))) => match persist(engine, groups, p).await {
+            Ok(()) => answer,
+            Err(e) => HeartbeatAnswer::error(e, "The group's state could not be written; retry."),
+        },
         Ok(None) => HeartbeatAnswer::error(
             code::UNKNOWN_MEMBER_ID,
             format!("Member {} is not a member of group {}.", req.member_id, req.group_id),
@@ -133,7 +202,7 @@ fn describe(engine: &Services, groups: &Groups, group: String, now: Instant) -> 
     if let Err(e) = check_coordinator(engine, &group) {
         return error(e, "This node does not coordinate the group.".into());
     }
-    match groups.consumer.describe(&group, now) {
+    match groups.consumer.describe(&group, now, loader(engine, &group)) {
         Some(g) => described(&g, &topics(engine)),
         None => error(
             code::GROUP_ID_NOT_FOUND,
@@ -189,26 +258,41 @@ fn described(g: &GroupState, topics: &[TopicMeta]) -> DescribedGroup {
 /// empty group takes simple commits; otherwise the member must exist and
 /// `generation_or_epoch` must be its member epoch, else
 /// `STALE_MEMBER_EPOCH`); `None` for a classic group.
-pub fn validate_offset_commit(groups: &Groups, group: &str, member_id: &str, generation_or_epoch: i32) -> Option<i16> {
+pub fn validate_offset_commit(
+    engine: &Services,
+    groups: &Groups,
+    group: &str,
+    member_id: &str,
+    generation_or_epoch: i32,
+) -> Option<i16> {
     groups
         .consumer
-        .with_group(group, false, Instant::now(), |g| {
+        .with_group(group, false, Instant::now(), loader(engine, group), |g| {
             (g.validate_offset_commit(member_id, generation_or_epoch), false)
         })
         .ok()
         .flatten()
+        .map(|(c, _)| c)
 }
 
 /// The classic coordinator's JoinGroup hook: a consumer group with members
 /// refuses classic members (`INCONSISTENT_GROUP_PROTOCOL`: classic members
-/// inside a consumer group are not supported); an empty one is forgotten,
-/// so the join makes it a classic group.
-pub fn classic_join_conflict(groups: &Groups, group: &str) -> Option<i16> {
+/// inside a consumer group are not supported); an empty one is forgotten
+/// with its record, so the join makes it a classic group.
+pub async fn classic_join_conflict(engine: &Services, groups: &Groups, group: &str) -> Option<i16> {
     const INCONSISTENT_GROUP_PROTOCOL: i16 = 23;
-    if groups.consumer.has_members(group, Instant::now()) {
+    let _writes = groups.consumer.writes.lock().await;
+    if groups
+        .consumer
+        .has_members(group, Instant::now(), loader(engine, group))
+    {
         return Some(INCONSISTENT_GROUP_PROTOCOL);
     }
-    groups.consumer.forget_if_empty(group);
+    if let Some(version) = groups.consumer.forget_if_empty(group) {
+        if version > 0 {
+            let _ = engine.group_offsets.delete_group_state(group, Some(version)).await;
+        }
+    }
     None
 }
 

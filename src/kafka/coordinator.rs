@@ -157,7 +157,7 @@ async fn join(
         return Joined::error(e, &req.member_id);
     }
     // KIP-848: a consumer group with members refuses classic members.
-    if let Some(e) = super::consumer_coordinator::classic_join_conflict(groups, &req.group_id) {
+    if let Some(e) = super::consumer_coordinator::classic_join_conflict(engine, groups, &req.group_id).await {
         return Joined::error(e, &req.member_id);
     }
     let rebalance_timeout = ms(req.rebalance_timeout_ms).min(groups::MAX_SESSION);
@@ -204,8 +204,14 @@ async fn offset_commit(engine: &Services, groups: &Groups, req: OffsetCommitRequ
     };
     let check = check_coordinator(engine, &req.group_id).err().unwrap_or_else(|| {
         // KIP-848 consumer groups validate member epochs (consumer_coordinator).
-        super::consumer_coordinator::validate_offset_commit(groups, &req.group_id, &req.member_id, req.generation_id)
-            .unwrap_or_else(|| groups.check_commit(&req.group_id, req.generation_id, &req.member_id))
+        super::consumer_coordinator::validate_offset_commit(
+            engine,
+            groups,
+            &req.group_id,
+            &req.member_id,
+            req.generation_id,
+        )
+        .unwrap_or_else(|| groups.check_commit(&req.group_id, req.generation_id, &req.member_id))
     });
     if check != code::NONE {
         return all(&req.topics, check);

@@ -184,13 +184,13 @@ pub async fn serve_with(
     let me = engine.cluster.ready();
     let node_span = crate::telemetry::node_span(&me.node_id, me.epoch);
     let ticker = tokio::spawn({
-        let groups = groups.clone();
+        let (groups, engine) = (groups.clone(), engine.clone());
         async move {
             let mut every = tokio::time::interval(Duration::from_millis(250));
             loop {
                 every.tick().await;
                 groups.tick(tokio::time::Instant::now());
-                groups.consumer.tick(tokio::time::Instant::now());
+                consumer_coordinator::tick(&engine, &groups, tokio::time::Instant::now()).await;
             }
         }
     });

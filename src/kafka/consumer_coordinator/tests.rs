@@ -149,6 +149,39 @@ async fn heartbeats_assign_by_topic_id_and_commits_check_the_member_epoch() {
     let unknown: OffsetCommitResponse = call(&engine, &groups, 8, 7, frame(8, 7, &commit_req("zz", 1))).await;
     assert_eq!(unknown.topics[0].partitions[0].error_code, code::UNKNOWN_MEMBER_ID);
 
+    // A new coordinator (nothing in memory) loads the group from its
+    // record in the metadata log: the member carries on at its epoch.
+    let fresh = Groups::new();
+    let steady = ConsumerGroupHeartbeatRequest::default()
+        .with_group_id(sb("g").into())
+        .with_member_id(sb(&member))
+        .with_member_epoch(1)
+        .with_topic_partitions(Some(vec![
+            kafka_protocol::messages::consumer_group_heartbeat_request::TopicPartitions::default()
+                .with_topic_id(uuid::Uuid::from_bytes(topic_id.0))
+                .with_partitions(vec![0, 1]),
+        ]));
+    let resp: ConsumerGroupHeartbeatResponse = call(
+        &engine,
+        &fresh,
+        CONSUMER_GROUP_HEARTBEAT,
+        1,
+        frame(CONSUMER_GROUP_HEARTBEAT, 1, &steady),
+    )
+    .await;
+    assert_eq!(resp.error_code, 0, "known on the new coordinator: {resp:?}");
+    assert_eq!(resp.member_epoch, 1, "still revoking for own-id");
+    let ok: OffsetCommitResponse = call(&engine, &fresh, 8, 7, frame(8, 7, &commit_req(&member, 1))).await;
+    assert_eq!(
+        ok.topics[0].partitions[0].error_code, 0,
+        "commits validated from the record"
+    );
+    let record = engine.group_offsets.group_state("g").expect("a consumer record");
+    assert_eq!(record.kind, "consumer");
+    // From here on the new coordinator serves (the old one's next write
+    // would lose the compare-and-set and answer NOT_COORDINATOR).
+    let groups = fresh;
+
     // A classic member cannot join a consumer group with members.
     let join = JoinGroupRequest::default()
         .with_group_id(sb("g").into())

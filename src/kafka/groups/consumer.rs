@@ -10,8 +10,10 @@
 //! Pure: every method takes `now`, the topics as the view has them and any
 //! fresh member id from the caller; no I/O, no clock, no randomness. Each
 //! group's durable part ([`GroupState`]) is a serde value the caller can
-//! store (see [`StateStore`]); session and rebalance deadlines are not
-//! stored and restart on a new coordinator.
+//! store: [`ConsumerGroups`] hands each change out as a [`Persist`] for
+//! the handler to write (through the metadata log's group-state record),
+//! and loads a group from its record on its first request. Session and
+//! rebalance deadlines are not stored and restart on a new coordinator.
 
 use super::assignor::{self, Assignment, Subscriptions, TopicMeta};
 use crate::ids::TopicUuid;
@@ -158,33 +160,6 @@ impl GroupState {
                 && (m.assigned.get(t).is_some_and(|s| s.contains(&p))
                     || m.pending_revocation.get(t).is_some_and(|s| s.contains(&p)))
         })
-    }
-}
-
-/// Where group states are kept across coordinators. The "groups" side of
-/// Sluice provides the durable one (a compare-and-set record in the
-/// metadata log); [`MemoryStore`] is for tests and single-node use.
-pub trait StateStore: Send + Sync {
-    fn load(&self, group: &str) -> Option<Vec<u8>>;
-    fn save(&self, group: &str, record: Vec<u8>);
-    fn remove(&self, group: &str);
-}
-
-#[derive(Default)]
-pub struct MemoryStore(std::sync::Mutex<BTreeMap<String, Vec<u8>>>);
-
-impl StateStore for MemoryStore {
-    fn load(&self, group: &str) -> Option<Vec<u8>> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).get(group).cloned()
-    }
-    fn save(&self, group: &str, record: Vec<u8>) {
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(group.to_string(), record);
-    }
-    fn remove(&self, group: &str) {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).remove(group);
     }
 }
 
@@ -785,94 +760,113 @@ impl Group {
     }
 }
 
-/// The consumer groups this node coordinates, with the store their states
-/// are written to on every change and loaded from on a group's first
-/// request here.
-pub struct ConsumerGroups {
-    groups: std::sync::Mutex<BTreeMap<String, Group>>,
-    store: std::sync::Arc<dyn StateStore>,
+/// A record to write for a group: its state, at the record version it
+/// replaces (0: none yet).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Persist {
+    pub group: String,
+    pub expected: u64,
+    pub data: Vec<u8>,
 }
 
-impl Default for ConsumerGroups {
-    fn default() -> Self {
-        Self::with_store(std::sync::Arc::new(MemoryStore::default()))
-    }
+/// The consumer groups this node coordinates: each with the version of its
+/// stored record. Writers take [`ConsumerGroups::writes`] around a change
+/// and its write, so the versions they compare against are their own.
+#[derive(Default)]
+pub struct ConsumerGroups {
+    groups: std::sync::Mutex<BTreeMap<String, (Group, u64)>>,
+    /// Held (async) from a change to the end of its write.
+    pub writes: tokio::sync::Mutex<()>,
 }
 
 impl ConsumerGroups {
-    pub fn with_store(store: std::sync::Arc<dyn StateStore>) -> Self {
-        Self {
-            groups: std::sync::Mutex::new(BTreeMap::new()),
-            store,
-        }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Group>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, (Group, u64)>> {
         self.groups.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Run `f` on the group (loaded from the store, or new when `create`);
-    /// `None` when it does not exist and `create` is false. The state is
-    /// saved when `f` says it changed.
+    /// Run `f` on the group: held here, else loaded by `load` (its record
+    /// version and bytes), else new when `create`. `None` when it exists
+    /// nowhere and `create` is false. When `f` says the state changed, the
+    /// record to write comes back with its answer.
     pub fn with_group<T>(
         &self,
         group: &str,
         create: bool,
         now: Instant,
+        load: impl FnOnce() -> Option<(u64, Vec<u8>)>,
         f: impl FnOnce(&mut Group) -> (T, bool),
-    ) -> Result<Option<T>, i16> {
+    ) -> Result<Option<(T, Option<Persist>)>, i16> {
         let mut groups = self.lock();
         if !groups.contains_key(group) {
-            let loaded = self.store.load(group).and_then(|b| decode_state(&b));
+            let loaded = load().and_then(|(v, b)| decode_state(&b).map(|s| (v, s)));
             match loaded {
-                Some(state) => {
-                    groups.insert(group.to_string(), Group::from_state(state, now));
+                Some((version, state)) => {
+                    groups.insert(group.to_string(), (Group::from_state(state, now), version));
                 }
                 None if create => {
                     if groups.len() >= MAX_GROUPS {
                         return Err(code::COORDINATOR_NOT_AVAILABLE);
                     }
-                    groups.insert(group.to_string(), Group::from_state(GroupState::new(group), now));
+                    groups.insert(group.to_string(), (Group::from_state(GroupState::new(group), now), 0));
                 }
                 None => return Ok(None),
             }
         }
-        let g = groups.get_mut(group).expect("inserted above");
+        let (g, version) = groups.get_mut(group).expect("inserted above");
         let (out, changed) = f(g);
-        if changed {
-            self.store.save(group, encode_state(&g.state));
-        }
-        Ok(Some(out))
+        let persist = changed.then(|| Persist {
+            group: group.to_string(),
+            expected: *version,
+            data: encode_state(&g.state),
+        });
+        Ok(Some((out, persist)))
     }
 
-    /// Is `group` a consumer group with members (here or in the store)?
-    pub fn has_members(&self, group: &str, now: Instant) -> bool {
-        self.with_group(group, false, now, |g| (!g.is_empty(), false))
+    /// The record of `group` is now at `version`.
+    pub fn saved(&self, group: &str, version: u64) {
+        if let Some((_, v)) = self.lock().get_mut(group) {
+            *v = version;
+        }
+    }
+
+    /// Drop what this node holds of `group` (a write failed or lost a
+    /// race): the next request loads it from its record again.
+    pub fn forget(&self, group: &str) {
+        self.lock().remove(group);
+    }
+
+    /// Is `group` a consumer group with members (held here or in `load`)?
+    pub fn has_members(&self, group: &str, now: Instant, load: impl FnOnce() -> Option<(u64, Vec<u8>)>) -> bool {
+        self.with_group(group, false, now, load, |g| (!g.is_empty(), false))
             .ok()
             .flatten()
-            .unwrap_or(false)
+            .is_some_and(|(m, _)| m)
     }
 
-    /// Forget an empty consumer group (it is becoming a classic one, or
-    /// is deleted).
-    pub fn forget_if_empty(&self, group: &str) -> bool {
+    /// Forget an empty consumer group (it is becoming a classic one);
+    /// `Some(record version)` when it was one, for the caller to delete.
+    pub fn forget_if_empty(&self, group: &str) -> Option<u64> {
         let mut groups = self.lock();
-        if groups.get(group).is_some_and(|g| !g.is_empty()) {
-            return false;
+        if groups.get(group).is_some_and(|(g, _)| !g.is_empty()) {
+            return None;
         }
-        groups.remove(group);
-        self.store.remove(group);
-        true
+        groups.remove(group).map(|(_, v)| v)
     }
 
-    /// Expire sessions and revocations in every group.
-    pub fn tick(&self, now: Instant) {
+    /// Expire sessions and revocations in every group: the records to write.
+    pub fn tick(&self, now: Instant) -> Vec<Persist> {
         let mut groups = self.lock();
-        for (id, g) in groups.iter_mut() {
+        let mut out = Vec::new();
+        for (id, (g, version)) in groups.iter_mut() {
             if g.tick(now) {
-                self.store.save(id, encode_state(&g.state));
+                out.push(Persist {
+                    group: id.clone(),
+                    expected: *version,
+                    data: encode_state(&g.state),
+                });
             }
         }
+        out
     }
 
     /// (group id, "consumer") of each consumer group held here.
@@ -884,10 +878,16 @@ impl ConsumerGroups {
     }
 
     /// A copy of a group's state (ConsumerGroupDescribe).
-    pub fn describe(&self, group: &str, now: Instant) -> Option<GroupState> {
-        self.with_group(group, false, now, |g| (g.state.clone(), false))
+    pub fn describe(
+        &self,
+        group: &str,
+        now: Instant,
+        load: impl FnOnce() -> Option<(u64, Vec<u8>)>,
+    ) -> Option<GroupState> {
+        self.with_group(group, false, now, load, |g| (g.state.clone(), false))
             .ok()
             .flatten()
+            .map(|(s, _)| s)
     }
 }
 

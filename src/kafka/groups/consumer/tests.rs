@@ -322,56 +322,89 @@ fn the_group_limit_is_group_max_size_reached() {
 }
 
 #[test]
-fn state_survives_a_new_coordinator_through_the_store() {
-    let store = std::sync::Arc::new(MemoryStore::default());
+fn state_survives_a_new_coordinator_through_its_record() {
     let now = Instant::now();
-    let first = ConsumerGroups::with_store(store.clone());
-    let a = first
-        .with_group("g", true, now, |g| {
-            let o = g.heartbeat(&join("m1"), &caller(1), &topics(4), now);
-            (o.answer, o.changed)
-        })
+    let first = ConsumerGroups::default();
+    let (a, persist) = first
+        .with_group(
+            "g",
+            true,
+            now,
+            || None,
+            |g| {
+                let o = g.heartbeat(&join("m1"), &caller(1), &topics(4), now);
+                (o.answer, o.changed)
+            },
+        )
         .unwrap()
         .unwrap();
-    // Another node takes over: it loads the state on the first request.
-    let second = ConsumerGroups::with_store(store.clone());
-    let a2 = second
-        .with_group("g", false, now, |g| {
-            let o = g.heartbeat(&beat("m1", a.member_epoch, &[0, 1, 2, 3]), &caller(1), &topics(4), now);
-            (o.answer, o.changed)
-        })
+    let persist = persist.expect("a join is written");
+    assert_eq!(persist.expected, 0, "no record yet");
+    first.saved("g", 1);
+    // Another node takes over: it loads the record on the first request.
+    let second = ConsumerGroups::default();
+    let record = persist.data.clone();
+    let (a2, again) = second
+        .with_group(
+            "g",
+            false,
+            now,
+            || Some((1, record)),
+            |g| {
+                let o = g.heartbeat(&beat("m1", a.member_epoch, &[0, 1, 2, 3]), &caller(1), &topics(4), now);
+                (o.answer, o.changed)
+            },
+        )
         .unwrap()
         .unwrap();
     assert_eq!(a2.error_code, 0, "the member is known: {a2:?}");
     assert_eq!(a2.member_epoch, a.member_epoch);
-    let state = second.describe("g", now).unwrap();
+    assert!(again.is_none(), "a steady heartbeat writes nothing");
+    let state = second.describe("g", now, || None).unwrap();
     assert_eq!(decode_state(&encode_state(&state)), Some(state.clone()));
     assert_eq!(state.members["m1"].assigned[&T].len(), 4);
     assert!(decode_state(b"{\"version\":9}").is_none());
     assert!(decode_state(b"not json").is_none());
-    // The record stays small: a few hundred bytes for one member.
+    // The record stays small: well under a KiB for one member.
     assert!(encode_state(&state).len() < 1024);
+    // A member leaving is written at the version the record is at.
+    let (_, p) = second
+        .with_group(
+            "g",
+            false,
+            now,
+            || None,
+            |g| {
+                let o = g.heartbeat(&beat("m1", LEAVE_EPOCH, &[]), &caller(1), &topics(4), now);
+                (o.answer, o.changed)
+            },
+        )
+        .unwrap()
+        .unwrap();
+    assert_eq!(p.unwrap().expected, 1);
+    assert_eq!(second.forget_if_empty("g"), Some(1));
+    assert!(second.describe("g", now, || None).is_none());
 }
 
 #[test]
-fn an_empty_consumer_group_is_forgotten_for_a_classic_join() {
+fn a_consumer_group_with_members_is_not_forgotten() {
     let now = Instant::now();
     let groups = ConsumerGroups::default();
     groups
-        .with_group("g", true, now, |g| {
-            let o = g.heartbeat(&join("m1"), &caller(1), &topics(1), now);
-            (o.answer, o.changed)
-        })
+        .with_group(
+            "g",
+            true,
+            now,
+            || None,
+            |g| {
+                let o = g.heartbeat(&join("m1"), &caller(1), &topics(1), now);
+                (o.answer, o.changed)
+            },
+        )
         .unwrap();
-    assert!(groups.has_members("g", now));
-    assert!(!groups.forget_if_empty("g"));
-    groups
-        .with_group("g", false, now, |g| {
-            let o = g.heartbeat(&beat("m1", LEAVE_EPOCH, &[]), &caller(1), &topics(1), now);
-            (o.answer, o.changed)
-        })
-        .unwrap();
-    assert!(!groups.has_members("g", now));
-    assert!(groups.forget_if_empty("g"));
-    assert!(groups.describe("g", now).is_none());
+    assert!(groups.has_members("g", now, || None));
+    assert_eq!(groups.forget_if_empty("g"), None);
+    assert!(!groups.has_members("nope", now, || None));
+    assert_eq!(groups.tick(now + SESSION_TIMEOUT).len(), 1, "the expiry is written");
+    assert!(!groups.has_members("g", now, || None));
 }
