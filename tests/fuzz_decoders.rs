@@ -159,8 +159,8 @@ fn kafka_request(key: i16, version: i16, body: impl FnOnce(&mut Writer)) -> Vec<
     w.i16(version);
     w.i32(7);
     w.string("fuzz");
-    if key == 18 && version >= 3 {
-        w.no_tagged_fields();
+    if (key == 18 && version >= 3) || key == 68 || key == 69 {
+        w.no_tagged_fields(); // request header v2
     }
     body(&mut w);
     w.buf.to_vec()
@@ -230,6 +230,32 @@ fn valid_kafka_requests() -> Vec<Vec<u8>> {
             w.string("t");
             w.array_len(1);
             w.i32(0);
+        }),
+        // ConsumerGroupHeartbeat v1 (a join owning one partition) and
+        // ConsumerGroupDescribe v0.
+        kafka_request(68, 1, |w| {
+            w.compact_string("g");
+            w.compact_string("m");
+            w.i32(0);
+            w.compact_nullable_string(Some("i"));
+            w.compact_nullable_string(None);
+            w.i32(30_000);
+            w.compact_array_len(1);
+            w.compact_string("t");
+            w.compact_nullable_string(Some("t.*"));
+            w.compact_nullable_string(Some("uniform"));
+            w.compact_array_len(1);
+            w.buf.extend_from_slice(&[7; 16]);
+            w.compact_array_len(1);
+            w.i32(0);
+            w.no_tagged_fields();
+            w.no_tagged_fields();
+        }),
+        kafka_request(69, 0, |w| {
+            w.compact_array_len(1);
+            w.compact_string("g");
+            w.bool(false);
+            w.no_tagged_fields();
         }),
         // CreateTopics v2 and DescribeConfigs v1.
         kafka_request(19, 2, |w| {

@@ -174,6 +174,7 @@ pub(super) async fn group_request(
             decode_list_groups(r, version)?;
             let me = engine.cluster.ready().node_id;
             let mut list = groups.list();
+            list.extend(groups.consumer.list()); // KIP-848 consumer groups
             for g in engine.group_offsets.offset_groups() {
                 let mine = coordinator_of(engine, &g).is_some_and(|(id, _)| id == me);
                 if mine && !list.iter().any(|(id, _)| *id == g) {
@@ -214,6 +215,10 @@ async fn join(
         return Joined::error(e, &req.member_id);
     }
     load(engine, groups, &req.group_id);
+    // KIP-848: a consumer group with members refuses classic members.
+    if let Some(e) = super::consumer_coordinator::classic_join_conflict(engine, groups, &req.group_id).await {
+        return Joined::error(e, &req.member_id);
+    }
     let rebalance_timeout = ms(req.rebalance_timeout_ms).min(groups::MAX_SESSION);
     let group = req.group_id.clone();
     let j = Join {
@@ -272,14 +277,24 @@ async fn offset_commit(
     };
     let check = check_coordinator(engine, &req.group_id).err().unwrap_or_else(|| {
         load(engine, groups, &req.group_id);
-        let has_offsets = !groups.holds(&req.group_id) && engine.group_offsets.offset_groups().contains(&req.group_id);
-        groups.check_commit(&groups::CommitCheck {
-            group: &req.group_id,
-            generation: req.generation_id,
-            member_id: &req.member_id,
-            instance_id: req.group_instance_id.as_deref(),
-            version,
-            has_offsets,
+        // KIP-848 consumer groups validate member epochs (consumer_coordinator).
+        super::consumer_coordinator::validate_offset_commit(
+            engine,
+            groups,
+            &req.group_id,
+            &req.member_id,
+            req.generation_id,
+        )
+        .unwrap_or_else(|| {
+            let has_offsets = !groups.holds(&req.group_id) && engine.group_offsets.offset_groups().contains(&req.group_id);
+            groups.check_commit(&groups::CommitCheck {
+                group: &req.group_id,
+                generation: req.generation_id,
+                member_id: &req.member_id,
+                instance_id: req.group_instance_id.as_deref(),
+                version,
+                has_offsets,
+            })
         })
     });
     if check != code::NONE {

@@ -14,6 +14,9 @@
 //! is unit-testable without a clock; the request handlers wait on
 //! [`Groups::changed`] for joins and syncs to complete.
 
+pub mod assignor;
+pub mod consumer;
+
 use bytes::Bytes;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -318,6 +321,8 @@ pub struct Groups {
     next_member: std::sync::atomic::AtomicU64,
     /// Notified on every change, for joins and syncs waiting to complete.
     pub changed: Notify,
+    /// The KIP-848 consumer groups (`consumer_coordinator`).
+    pub consumer: consumer::ConsumerGroups,
 }
 
 impl Groups {

@@ -18,7 +18,8 @@
 //! - [`producer_ids`]: InitProducerId; [`leader_epoch`]: OffsetForLeaderEpoch
 //!   and the current-leader-epoch check.
 //! - `coordinator`, [`groups`], [`group_proto`]: the classic consumer-group
-//!   APIs; `admin`, [`admin_proto`]: the admin APIs.
+//!   APIs; [`consumer_coordinator`], [`consumer_proto`] and
+//!   `groups::{consumer, assignor}`: the KIP-848 consumer protocol; `admin`, [`admin_proto`]: the admin APIs.
 //!
 //! Requests are decoded by this module's own bounded decoders
 //! ([`wire::Reader`]): every array count and string length is checked
@@ -30,6 +31,8 @@
 mod admin;
 pub mod admin_proto;
 pub mod authz;
+pub mod consumer_coordinator;
+pub mod consumer_proto;
 mod coordinator;
 mod fetch;
 pub mod fetch_session;
@@ -190,14 +193,14 @@ pub async fn serve_with(
     let me = engine.cluster.ready();
     let node_span = crate::telemetry::node_span(&me.node_id, me.epoch);
     let ticker = tokio::spawn({
-        let groups = groups.clone();
-        let engine = engine.clone();
+        let (groups, engine) = (groups.clone(), engine.clone());
         async move {
             let mut every = tokio::time::interval(Duration::from_millis(250));
             loop {
                 every.tick().await;
                 groups.tick(tokio::time::Instant::now());
                 coordinator::persist_dirty(&engine, &groups).await;
+                consumer_coordinator::tick(&engine, &groups, tokio::time::Instant::now()).await;
             }
         }
     });
@@ -466,7 +469,7 @@ fn api_name(frame: &[u8]) -> &'static str {
         Some(METADATA) => "metadata",
         Some(API_VERSIONS) => "api_versions",
         Some(sasl::SASL_HANDSHAKE | sasl::SASL_AUTHENTICATE) => "sasl",
-        Some(k) if is_group_api(k) => "group",
+        Some(k) if is_group_api(k) || consumer_proto::is_consumer_group_api(k) => "group",
         Some(k) if admin_proto::is_admin_api(k) => "admin",
         _ => "other",
     }
@@ -643,6 +646,10 @@ async fn handle_with(
         k if is_group_api(k) => {
             let client = header.client_id.clone().unwrap_or_default();
             coordinator::group_request(engine, groups, k, version, &mut r, &client, peer, &mut w).await?;
+        }
+        k if consumer_proto::is_consumer_group_api(k) => {
+            let client = header.client_id.clone().unwrap_or_default();
+            consumer_coordinator::request(engine, groups, k, version, &mut r, &client, peer, &mut w).await?;
         }
         k if admin_proto::is_admin_api(k) => admin::request(engine, k, version, &mut r, &mut w).await?,
         sasl::SASL_HANDSHAKE => session.handshake(version, &mut r, &mut w)?,

@@ -10,7 +10,7 @@ use kafka_protocol::messages::ApiKey;
 
 /// (api key, min version, max version): what ApiVersions advertises, and
 /// exactly what the request modules decode.
-pub const SUPPORTED: [(i16, i16, i16); 27] = [
+pub const SUPPORTED: [(i16, i16, i16); 29] = [
     (super::proto::PRODUCE, 3, 13),
     (super::proto::FETCH, 4, 18),
     (super::proto::LIST_OFFSETS, 1, 10),
@@ -38,6 +38,8 @@ pub const SUPPORTED: [(i16, i16, i16); 27] = [
     (super::sasl::SASL_HANDSHAKE, 0, 1),
     (super::sasl::SASL_AUTHENTICATE, 0, 2),
     (super::scram_users::DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0),
+    (super::consumer_proto::CONSUMER_GROUP_HEARTBEAT, 0, 1),
+    (super::consumer_proto::CONSUMER_GROUP_DESCRIBE, 0, 1),
 ];
 
 pub fn supported(key: i16, version: i16) -> bool {
