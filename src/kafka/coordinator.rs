@@ -286,7 +286,8 @@ async fn offset_commit(
             req.generation_id,
         )
         .unwrap_or_else(|| {
-            let has_offsets = !groups.holds(&req.group_id) && engine.group_offsets.offset_groups().contains(&req.group_id);
+            let has_offsets =
+                !groups.holds(&req.group_id) && engine.group_offsets.offset_groups().contains(&req.group_id);
             groups.check_commit(&groups::CommitCheck {
                 group: &req.group_id,
                 generation: req.generation_id,

@@ -18,6 +18,8 @@ def main():
         "fetch.wait.max.ms": 200,
         "error_cb": lambda e: emit({"event": "error", "error": str(e)}),
     }
+    if os.environ.get("MEMBER_DEBUG"):
+        conf["debug"] = os.environ["MEMBER_DEBUG"]
     if o["protocol"] == "consumer":
         conf["group.protocol"] = "consumer"
     else:

@@ -1,7 +1,7 @@
 // A consumer-group member on kafkajs, speaking the line protocol of
 // memberlib.py (classic protocol; kafkajs has no static membership or
 // KIP-848). kafkajs reports each new assignment (GROUP_JOIN), not
-// revocations: every "assigned" line replaces the member's partitions.
+// revocations: each is printed as the old partitions revoked, the new assigned.
 //
 // Usage: member_kafkajs.js BOOTSTRAP TOPIC GROUP [--session-ms N]
 'use strict';
@@ -28,9 +28,14 @@ async function main() {
     retry: { retries: 30, initialRetryTime: 100, maxRetryTime: 1000 },
   });
   const consumer = kafka.consumer({ groupId: group, sessionTimeout, heartbeatInterval: 500, maxWaitTimeInMs: 200 });
+  // kafkajs replaces the whole assignment on each join: say so as a
+  // revocation of the old partitions and an assignment of the new.
+  let current = [];
   consumer.on(consumer.events.GROUP_JOIN, (e) => {
     const parts = (e.payload.memberAssignment[topic] || []).slice().sort((a, b) => a - b);
+    if (current.length) emit({ event: 'revoked', partitions: current });
     emit({ event: 'assigned', partitions: parts });
+    current = parts;
   });
   consumer.on(consumer.events.CRASH, (e) => emit({ event: 'error', error: String(e.payload.error) }));
   await consumer.connect();
