@@ -39,6 +39,11 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 const TOPIC: &str = "events";
 const PARTITIONS: u32 = 4;
+/// The scenarios run one at a time whatever `--test-threads` says: each
+/// runs two nodes and up to three clients, and their timing (sessions,
+/// failover) should not depend on what else the 2-core machine runs.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// Records produced before the first member leaves, and after.
 const FIRST: u64 = 1500;
 const SECOND: u64 = 1500;
@@ -574,6 +579,7 @@ fn duplicates_of(log: &Log, member: &str, since: Instant) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn confluent_kafka_group_through_a_leave_and_an_owner_kill() {
+    let _one = ONE_AT_A_TIME.lock().await;
     if available(Family::Confluent) {
         scenario(Family::Confluent, MemberOpts::default(), false).await;
     }
@@ -581,6 +587,7 @@ async fn confluent_kafka_group_through_a_leave_and_an_owner_kill() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kafka_python_group_through_a_leave_and_an_owner_kill() {
+    let _one = ONE_AT_A_TIME.lock().await;
     if available(Family::KafkaPython) {
         scenario(Family::KafkaPython, MemberOpts::default(), false).await;
     }
@@ -588,6 +595,7 @@ async fn kafka_python_group_through_a_leave_and_an_owner_kill() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn aiokafka_group_through_a_leave_and_an_owner_kill() {
+    let _one = ONE_AT_A_TIME.lock().await;
     if available(Family::Aiokafka) {
         scenario(Family::Aiokafka, MemberOpts::default(), false).await;
     }
@@ -595,6 +603,7 @@ async fn aiokafka_group_through_a_leave_and_an_owner_kill() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kafkajs_group_through_a_leave_and_an_owner_kill() {
+    let _one = ONE_AT_A_TIME.lock().await;
     if available(Family::Kafkajs) {
         scenario(Family::Kafkajs, MemberOpts::default(), false).await;
     }
@@ -602,6 +611,7 @@ async fn kafkajs_group_through_a_leave_and_an_owner_kill() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kcat_group_through_a_leave_and_an_owner_kill() {
+    let _one = ONE_AT_A_TIME.lock().await;
     if available(Family::Kcat) {
         scenario(Family::Kcat, MemberOpts::default(), false).await;
     }
@@ -609,6 +619,7 @@ async fn kcat_group_through_a_leave_and_an_owner_kill() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kip848_group_through_a_leave_and_a_coordinator_kill() {
+    let _one = ONE_AT_A_TIME.lock().await;
     if available(Family::Confluent) {
         let opts = MemberOpts {
             protocol: Some("consumer"),
@@ -624,6 +635,7 @@ async fn kip848_group_through_a_leave_and_a_coordinator_kill() {
 /// re-reads nothing that was committed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_classic_group_carries_on_through_a_coordinator_kill_9() {
+    let _one = ONE_AT_A_TIME.lock().await;
     if !available(Family::Confluent) {
         return;
     }
@@ -721,6 +733,7 @@ async fn a_classic_group_carries_on_through_a_coordinator_kill_9() {
 /// partitions back and the other member sees no rebalance.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_static_member_restarts_without_a_rebalance() {
+    let _one = ONE_AT_A_TIME.lock().await;
     if !available(Family::Confluent) {
         return;
     }
@@ -796,6 +809,7 @@ async fn a_static_member_restarts_without_a_rebalance() {
 /// take the send even if its own view has not caught up yet.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn produce_right_after_create_topics_loses_no_send_without_retries() {
+    let _one = ONE_AT_A_TIME.lock().await;
     if !available(Family::Confluent) {
         return;
     }
