@@ -12,6 +12,7 @@ use crate::node::{Backends, Node};
 use rand::{Rng, SeedableRng};
 use tokio::io::AsyncWriteExt;
 
+mod acls;
 mod admin;
 mod dataplane;
 mod group_state;
