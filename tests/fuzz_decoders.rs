@@ -400,6 +400,15 @@ fn flexible_admin_requests() -> Vec<Vec<u8>> {
                 .with_permission_type(3)]),
         ),
         flex(
+            35,
+            4,
+            km::DescribeLogDirsRequest::default().with_topics(Some(vec![
+                km::describe_log_dirs_request::DescribableLogDirTopic::default()
+                    .with_topic(s("t").into())
+                    .with_partitions(vec![0, 1]),
+            ])),
+        ),
+        flex(
             31,
             3,
             km::DeleteAclsRequest::default().with_filters(vec![km::delete_acls_request::DeleteAclsFilter::default()

@@ -16,6 +16,7 @@ mod acls;
 mod admin;
 mod dataplane;
 mod group_state;
+mod log_dirs;
 
 const OPTS: Options = Options {
     max_frame_bytes: 1 << 20,
