@@ -377,6 +377,46 @@ fn flexible_admin_requests() -> Vec<Vec<u8>> {
             5,
             km::InitProducerIdRequest::default().with_transaction_timeout_ms(1000),
         ),
+        flex(
+            29,
+            3,
+            km::DescribeAclsRequest::default()
+                .with_resource_type_filter(1)
+                .with_resource_name_filter(Some(s("t")))
+                .with_pattern_type_filter(2)
+                .with_operation(1)
+                .with_permission_type(1),
+        ),
+        flex(
+            30,
+            2,
+            km::CreateAclsRequest::default().with_creations(vec![km::create_acls_request::AclCreation::default()
+                .with_resource_type(2)
+                .with_resource_name(s("t"))
+                .with_resource_pattern_type(3)
+                .with_principal(s("User:x"))
+                .with_host(s("*"))
+                .with_operation(3)
+                .with_permission_type(3)]),
+        ),
+        flex(
+            35,
+            4,
+            km::DescribeLogDirsRequest::default().with_topics(Some(vec![
+                km::describe_log_dirs_request::DescribableLogDirTopic::default()
+                    .with_topic(s("t").into())
+                    .with_partitions(vec![0, 1]),
+            ])),
+        ),
+        flex(
+            31,
+            3,
+            km::DeleteAclsRequest::default().with_filters(vec![km::delete_acls_request::DeleteAclsFilter::default()
+                .with_resource_type_filter(1)
+                .with_pattern_type_filter(1)
+                .with_operation(1)
+                .with_permission_type(1)]),
+        ),
     ]
 }
 

@@ -773,3 +773,32 @@ async fn kafka_python_admin_client_manages_topics_and_configs() {
     let r = reqwest::get(format!("{}/v1/topics/adm", c.urls[0])).await.unwrap();
     assert_eq!(r.status(), 404);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kafka_python_admin_client_sees_no_acls_and_one_log_dir_per_node() {
+    if !Client::KafkaPython.installed() {
+        return;
+    }
+    let c = Cluster::start().await;
+    let owners = create(&c, "dirs", 2).await;
+    // Records in partition 1 only; appended through its owner.
+    let owner1 = c.nodes.iter().position(|n| n.config.node_id == owners[1]).unwrap();
+    http_append(
+        &c.urls[owner1],
+        "dirs",
+        &[rec(Some(1), "k", "v1", &[]), rec(Some(1), "k", "v2", &[])],
+    )
+    .await;
+    let mut cmd = python();
+    cmd.arg(repo("tests/kafka/kafka_python_acls_dirs.py"))
+        .args([c.bootstrap(), "dirs"]);
+    let out = run(&mut tokio::process::Command::from(cmd), "").await;
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v["describe_acls"], "SecurityDisabledError", "{v}");
+    assert_eq!(v["create_acls"], json!(["SecurityDisabledError"]), "{v}");
+    assert_eq!(v["log_dirs"], json!(["sluice://n1", "sluice://n2"]), "{v}");
+    let sizes = v["partition_sizes"].as_object().unwrap();
+    assert_eq!(sizes.len(), 2, "each partition reported once, by its owner: {v}");
+    assert_eq!(sizes["0"], 0, "{v}");
+    assert!(sizes["1"].as_i64().unwrap() > 0, "{v}");
+}

@@ -49,4 +49,9 @@ pub trait Topics: Send + Sync + 'static {
     /// partition does not exist (it may have just been created or grown
     /// through another node), and answers 503 instead when it cannot.
     async fn partitions_current(&self, topic: &str) -> ApiResult<u32>;
+
+    /// Bytes each partition of `topic` holds (index = partition): its
+    /// indexed chunks, plus the durable tail not yet flushed where this
+    /// node has the stream open. Kafka's DescribeLogDirs partition size.
+    fn partition_bytes(&self, topic: &str) -> ApiResult<Vec<u64>>;
 }

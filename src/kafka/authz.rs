@@ -9,7 +9,7 @@
 //! | --- | --- | --- |
 //! | records | append, append_batch, append_durable | `write` |
 //! | records | read, read_batches, leader_epoch_end, relay_subscription | `read` |
-//! | topics | describe_topic(_current), partitions(_current), list_topics (filtered) | any op on the topic |
+//! | topics | describe_topic(_current), partitions(_current), partition_bytes, list_topics (filtered) | any op on the topic |
 //! | topics | create_topic (incl. auto-create), delete_topic, add_partitions, alter_topic_config | `admin` |
 //! | group offsets | commit_offsets, committed_offsets (filtered) | `read` |
 //! | group offsets | delete_group, authorize_group_delete | `admin` on every topic the group has offsets for |
@@ -191,6 +191,10 @@ impl Topics for Scoped<dyn Topics> {
     async fn partitions_current(&self, topic: &str) -> ApiResult<u32> {
         self.need_sight(topic)?;
         self.inner.partitions_current(topic).await
+    }
+    fn partition_bytes(&self, topic: &str) -> ApiResult<Vec<u64>> {
+        self.need_sight(topic)?;
+        self.inner.partition_bytes(topic)
     }
 }
 

@@ -19,7 +19,9 @@
 //!   and the current-leader-epoch check.
 //! - `coordinator`, [`groups`], [`group_proto`]: the classic consumer-group
 //!   APIs; [`consumer_coordinator`], [`consumer_proto`] and
-//!   `groups::{consumer, assignor}`: the KIP-848 consumer protocol; `admin`, [`admin_proto`]: the admin APIs.
+//!   `groups::{consumer, assignor}`: the KIP-848 consumer protocol; `admin`,
+//!   [`admin_proto`]: the admin APIs; [`acls`]: the ACL APIs (token scopes
+//!   shown as ACLs); [`log_dirs`]: DescribeLogDirs.
 //!
 //! Requests are decoded by this module's own bounded decoders
 //! ([`wire::Reader`]): every array count and string length is checked
@@ -28,6 +30,7 @@
 //! `kafka-protocol` crate sizes allocations from wire counts; see
 //! docs/kafka.md.)
 
+pub mod acls;
 mod admin;
 pub mod admin_proto;
 pub mod authz;
@@ -42,6 +45,7 @@ pub mod groups;
 pub mod header;
 pub mod leader_epoch;
 mod list_offsets;
+pub mod log_dirs;
 mod metadata;
 mod produce;
 pub mod producer_ids;
@@ -470,7 +474,7 @@ fn api_name(frame: &[u8]) -> &'static str {
         Some(API_VERSIONS) => "api_versions",
         Some(sasl::SASL_HANDSHAKE | sasl::SASL_AUTHENTICATE) => "sasl",
         Some(k) if is_group_api(k) || consumer_proto::is_consumer_group_api(k) => "group",
-        Some(k) if admin_proto::is_admin_api(k) => "admin",
+        Some(k) if admin_proto::is_admin_api(k) || acls::is_acl_api(k) || k == log_dirs::DESCRIBE_LOG_DIRS => "admin",
         _ => "other",
     }
 }
@@ -652,6 +656,8 @@ async fn handle_with(
             consumer_coordinator::request(engine, groups, k, version, &mut r, &client, peer, &mut w).await?;
         }
         k if admin_proto::is_admin_api(k) => admin::request(engine, k, version, &mut r, &mut w).await?,
+        k if acls::is_acl_api(k) => acls::request(engine, k, version, &mut r, &mut w)?,
+        log_dirs::DESCRIBE_LOG_DIRS => log_dirs::request(engine, version, &mut r, &mut w)?,
         sasl::SASL_HANDSHAKE => session.handshake(version, &mut r, &mut w)?,
         sasl::SASL_AUTHENTICATE => session.authenticate(engine.tokens.as_ref(), version, &mut r, &mut w)?,
         scram_users::DESCRIBE_USER_SCRAM_CREDENTIALS => {

@@ -12,9 +12,11 @@ use crate::node::{Backends, Node};
 use rand::{Rng, SeedableRng};
 use tokio::io::AsyncWriteExt;
 
+mod acls;
 mod admin;
 mod dataplane;
 mod group_state;
+mod log_dirs;
 
 const OPTS: Options = Options {
     max_frame_bytes: 1 << 20,

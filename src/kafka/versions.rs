@@ -10,7 +10,7 @@ use kafka_protocol::messages::ApiKey;
 
 /// (api key, min version, max version): what ApiVersions advertises, and
 /// exactly what the request modules decode.
-pub const SUPPORTED: [(i16, i16, i16); 29] = [
+pub const SUPPORTED: [(i16, i16, i16); 33] = [
     (super::proto::PRODUCE, 3, 13),
     (super::proto::FETCH, 4, 18),
     (super::proto::LIST_OFFSETS, 1, 10),
@@ -40,6 +40,10 @@ pub const SUPPORTED: [(i16, i16, i16); 29] = [
     (super::scram_users::DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0),
     (super::consumer_proto::CONSUMER_GROUP_HEARTBEAT, 0, 1),
     (super::consumer_proto::CONSUMER_GROUP_DESCRIBE, 0, 1),
+    (super::acls::DESCRIBE_ACLS, 1, 3),
+    (super::acls::CREATE_ACLS, 1, 3),
+    (super::acls::DELETE_ACLS, 1, 3),
+    (super::log_dirs::DESCRIBE_LOG_DIRS, 1, 4),
 ];
 
 pub fn supported(key: i16, version: i16) -> bool {

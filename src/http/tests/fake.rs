@@ -248,6 +248,11 @@ impl Topics for FakeEngine {
             .ok_or_else(|| ApiError::new(ErrorCode::TopicNotFound, format!("no topic {topic}")))
     }
 
+    fn partition_bytes(&self, topic: &str) -> ApiResult<Vec<u64>> {
+        // The fake keeps no bytes of its own: nothing is stored anywhere.
+        Ok(vec![0; self.partitions(topic)? as usize])
+    }
+
     async fn describe_topic_current(&self, name: &str) -> ApiResult<TopicDescription> {
         self.describe_topic(name)
     }

@@ -199,4 +199,21 @@ impl Topics for Node {
             .map(|t| t.partitions)
             .ok_or_else(|| ApiError::new(ErrorCode::TopicNotFound, format!("topic {topic:?} does not exist")))
     }
+
+    fn partition_bytes(&self, topic: &str) -> ApiResult<Vec<u64>> {
+        let view = self.meta.view();
+        let t = view
+            .topics
+            .get(topic)
+            .ok_or_else(|| ApiError::new(ErrorCode::TopicNotFound, format!("topic {topic:?} does not exist")))?;
+        let mut out = vec![0; t.partitions as usize];
+        for (id, row) in view.topic_streams(t) {
+            let indexed: u64 = row.chunks.iter().map(|c| c.byte_end.saturating_sub(c.byte_start)).sum();
+            let tail = self.open_stream(*id).map_or(0, |s| s.unflushed().0 as u64);
+            if let Some(slot) = out.get_mut(id.partition as usize) {
+                *slot = indexed + tail;
+            }
+        }
+        Ok(out)
+    }
 }
