@@ -14,7 +14,7 @@
 //! [`GroupOffsets::put_group_state`]: crate::api::GroupOffsets::put_group_state
 
 use super::consumer_proto::*;
-use super::coordinator::coordinator_of;
+use super::group_placement::check_coordinator;
 use super::groups::assignor::TopicMeta;
 use super::groups::consumer::{code, Caller, GroupState, Persist};
 use super::groups::Groups;
@@ -23,15 +23,6 @@ use crate::api::{ErrorCode, GroupStateWrite, Services};
 use tokio::time::Instant;
 
 const NOT_COORDINATOR: i16 = 16;
-
-/// `Ok` if this node coordinates `group`, else the error code to answer.
-fn check_coordinator(engine: &Services, group: &str) -> Result<(), i16> {
-    match coordinator_of(engine, group) {
-        Some((id, _)) if id == engine.cluster.ready().node_id => Ok(()),
-        Some(_) => Err(NOT_COORDINATOR),
-        None => Err(code::COORDINATOR_NOT_AVAILABLE),
-    }
-}
 
 fn topics(engine: &Services) -> Vec<TopicMeta> {
     engine

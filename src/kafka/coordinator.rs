@@ -2,6 +2,8 @@
 //! memory) and the [`GroupOffsets`](crate::api::GroupOffsets) capability
 //! (committed offsets, in the metadata log).
 
+use super::group_placement::check_coordinator;
+pub use super::group_placement::coordinator_of;
 use super::group_proto::*;
 use super::groups::{self, code as gcode, Groups, Join, Joined};
 use super::wire::{DecodeResult, Reader, Writer};
@@ -9,34 +11,6 @@ use super::{broker_id, code, split_addr};
 use crate::api::{ErrorCode, GroupOffset, Services};
 use std::time::Duration;
 use tokio::time::Instant;
-
-/// The node that coordinates `group`: the group id hashed over the sorted
-/// ids of the live nodes, so every node computes the same answer from its
-/// view. `None` when no node is live. (node id, kafka address)
-pub fn coordinator_of(engine: &Services, group: &str) -> Option<(String, String)> {
-    let nodes = engine.cluster.nodes();
-    let mut live: Vec<(String, String)> = nodes
-        .nodes
-        .into_iter()
-        .filter(|n| n.live && !n.fenced)
-        .map(|n| (n.node_id, n.kafka_addr))
-        .collect();
-    live.sort();
-    if live.is_empty() {
-        return None;
-    }
-    let i = crc32c::crc32c(group.as_bytes()) as usize % live.len();
-    Some(live.swap_remove(i))
-}
-
-/// `Ok` if this node coordinates `group`, else the error code to answer.
-fn check_coordinator(engine: &Services, group: &str) -> Result<(), i16> {
-    match coordinator_of(engine, group) {
-        Some((id, _)) if id == engine.cluster.ready().node_id => Ok(()),
-        Some(_) => Err(gcode::NOT_COORDINATOR),
-        None => Err(gcode::COORDINATOR_NOT_AVAILABLE),
-    }
-}
 
 /// Bring this node's copy of `group` in line with the log's record
 /// before answering a request for it (load it after the coordinator moved

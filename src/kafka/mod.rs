@@ -19,7 +19,8 @@
 //!   and the current-leader-epoch check.
 //! - `coordinator`, [`groups`], [`group_proto`]: the classic consumer-group
 //!   APIs; [`consumer_coordinator`], [`consumer_proto`] and
-//!   `groups::{consumer, assignor}`: the KIP-848 consumer protocol; `admin`,
+//!   `groups::{consumer, assignor}`: the KIP-848 consumer protocol;
+//!   [`group_placement`]: which node coordinates a group; `admin`,
 //!   [`admin_proto`]: the admin APIs; [`acls`]: the ACL APIs (token scopes
 //!   shown as ACLs); [`log_dirs`]: DescribeLogDirs.
 //!
@@ -40,6 +41,7 @@ mod coordinator;
 mod fetch;
 pub mod fetch_session;
 pub mod framing;
+pub mod group_placement;
 pub mod group_proto;
 pub mod groups;
 pub mod header;
