@@ -386,3 +386,94 @@ fn flexible_group_requests_refuse_huge_counts() {
     w.uvarint(1_000_000);
     assert!(decode_find_coordinator(&mut Reader::new(w.buf.freeze()), 4).is_err());
 }
+
+/// A request frame with the header its key and version use, answered by
+/// `node`; the body of the answer decoded by kafka-protocol.
+async fn ask<M: Decodable>(node: &Arc<Node>, groups: &Groups, key: i16, version: i16, req: &impl Encodable) -> M {
+    let mut w = Writer::default();
+    w.i16(key);
+    w.i16(version);
+    w.i32(5);
+    w.nullable_string(Some("test"));
+    if crate::kafka::header::flexible_request(key, version) {
+        w.no_tagged_fields();
+    }
+    w.buf.extend_from_slice(&enc(req, version));
+    let resp = handle_in(&node.services(), groups, OPTS, w.buf.freeze(), "peer")
+        .await
+        .unwrap()
+        .unwrap();
+    let mut r = Reader::new(resp);
+    assert_eq!(r.i32().unwrap(), 5);
+    if crate::kafka::header::flexible_response(key, version) {
+        r.tagged_fields().unwrap();
+    }
+    let mut b = r.bytes_exact(r.remaining()).unwrap();
+    let m = M::decode(&mut b, version).unwrap();
+    assert!(b.is_empty());
+    m
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn newest_group_versions_answer_per_key_per_group_and_filter() {
+    let node = node().await;
+    let groups = Groups::new();
+    // FindCoordinator v4+: one coordinator per key.
+    let req = km::FindCoordinatorRequest::default().with_coordinator_keys(vec![sb("a"), sb("b")]);
+    let resp: km::FindCoordinatorResponse = ask(&node, &groups, FIND_COORDINATOR, 6, &req).await;
+    assert_eq!(resp.coordinators.len(), 2);
+    assert!(resp.coordinators.iter().all(|c| c.error_code == 0 && c.port > 0));
+    // DescribeGroups v6: an unknown group is GROUP_ID_NOT_FOUND with a message.
+    let req = km::DescribeGroupsRequest::default()
+        .with_groups(vec![km::GroupId(sb("nope"))])
+        .with_include_authorized_operations(true);
+    let resp: km::DescribeGroupsResponse = ask(&node, &groups, DESCRIBE_GROUPS, 6, &req).await;
+    assert_eq!(resp.groups[0].error_code, 69);
+    assert!(resp.groups[0].error_message.is_some());
+    let resp: km::DescribeGroupsResponse = ask(&node, &groups, DESCRIBE_GROUPS, 5, &req).await;
+    assert_eq!(
+        (resp.groups[0].error_code, resp.groups[0].group_state.as_str()),
+        (0, "Dead")
+    );
+    // OffsetCommit v9 then OffsetFetch v8 of two groups, each on its own.
+    node.create_topic("t", 1, Default::default()).await.unwrap();
+    use km::offset_commit_request::{OffsetCommitRequestPartition, OffsetCommitRequestTopic};
+    let req = km::OffsetCommitRequest::default()
+        .with_group_id(km::GroupId(sb("g1")))
+        .with_generation_id_or_member_epoch(-1)
+        .with_topics(vec![OffsetCommitRequestTopic::default()
+            .with_name(km::TopicName(sb("t")))
+            .with_partitions(vec![
+                OffsetCommitRequestPartition::default().with_committed_offset(7)
+            ])]);
+    let resp: km::OffsetCommitResponse = ask(&node, &groups, OFFSET_COMMIT, 9, &req).await;
+    assert_eq!(resp.topics[0].partitions[0].error_code, 0);
+    use km::offset_fetch_request::OffsetFetchRequestGroup;
+    let req = km::OffsetFetchRequest::default().with_groups(vec![
+        OffsetFetchRequestGroup::default()
+            .with_group_id(km::GroupId(sb("g1")))
+            .with_topics(None),
+        OffsetFetchRequestGroup::default()
+            .with_group_id(km::GroupId(sb("g2")))
+            .with_topics(None),
+    ]);
+    let resp: km::OffsetFetchResponse = ask(&node, &groups, OFFSET_FETCH, 8, &req).await;
+    assert_eq!(resp.groups.len(), 2);
+    assert_eq!(resp.groups[0].topics[0].partitions[0].committed_offset, 7);
+    assert!(resp.groups[1].topics.is_empty());
+    // ListGroups v5: the offsets-only group is a classic Empty one.
+    let req = km::ListGroupsRequest::default().with_types_filter(vec![sb("Classic")]);
+    let resp: km::ListGroupsResponse = ask(&node, &groups, LIST_GROUPS, 5, &req).await;
+    let g1 = resp
+        .groups
+        .iter()
+        .find(|g| g.group_id.as_str() == "g1")
+        .expect("g1 listed");
+    assert_eq!((g1.group_state.as_str(), g1.group_type.as_str()), ("Empty", "classic"));
+    let req = km::ListGroupsRequest::default().with_types_filter(vec![sb("consumer")]);
+    let resp: km::ListGroupsResponse = ask(&node, &groups, LIST_GROUPS, 5, &req).await;
+    assert!(resp.groups.is_empty());
+    let req = km::ListGroupsRequest::default().with_states_filter(vec![sb("Stable")]);
+    let resp: km::ListGroupsResponse = ask(&node, &groups, LIST_GROUPS, 4, &req).await;
+    assert!(resp.groups.is_empty());
+}
