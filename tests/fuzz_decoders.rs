@@ -287,8 +287,118 @@ fn valid_kafka_requests() -> Vec<Vec<u8>> {
     ]
     .into_iter()
     .chain(flexible_admin_requests())
+    .chain(flexible_group_requests())
     .chain(flexible_kafka_requests(&batch))
     .collect()
+}
+
+/// The classic group APIs at their newest (flexible) versions, encoded by
+/// kafka-protocol's request structs.
+fn flexible_group_requests() -> Vec<Vec<u8>> {
+    use kafka_protocol::messages as km;
+    use kafka_protocol::protocol::{Encodable, StrBytes};
+    fn flex<M: Encodable>(key: i16, version: i16, m: M) -> Vec<u8> {
+        let mut w = Writer::default();
+        w.i16(key);
+        w.i16(version);
+        w.i32(7);
+        w.string("fuzz");
+        w.no_tagged_fields();
+        let mut b = bytes::BytesMut::new();
+        m.encode(&mut b, version).unwrap();
+        w.buf.extend_from_slice(&b);
+        w.buf.to_vec()
+    }
+    let s = |x: &str| StrBytes::from_string(x.to_string());
+    let g = || km::GroupId(s("g"));
+    vec![
+        flex(
+            10,
+            6,
+            km::FindCoordinatorRequest::default().with_coordinator_keys(vec![s("g"), s("h")]),
+        ),
+        flex(
+            11,
+            9,
+            km::JoinGroupRequest::default()
+                .with_group_id(g())
+                .with_session_timeout_ms(10_000)
+                .with_rebalance_timeout_ms(100)
+                .with_protocol_type(s("consumer"))
+                .with_protocols(vec![km::join_group_request::JoinGroupRequestProtocol::default()
+                    .with_name(s("range"))
+                    .with_metadata(Bytes::from_static(&[0, 0, 0, 0, 0, 1, 0, 1, b't', 0, 0, 0, 0]))])
+                .with_reason(Some(s("fuzz"))),
+        ),
+        flex(
+            14,
+            5,
+            km::SyncGroupRequest::default()
+                .with_group_id(g())
+                .with_generation_id(1)
+                .with_member_id(s("m"))
+                .with_protocol_type(Some(s("consumer")))
+                .with_protocol_name(Some(s("range"))),
+        ),
+        flex(
+            12,
+            4,
+            km::HeartbeatRequest::default()
+                .with_group_id(g())
+                .with_member_id(s("m")),
+        ),
+        flex(
+            13,
+            5,
+            km::LeaveGroupRequest::default().with_group_id(g()).with_members(vec![
+                km::leave_group_request::MemberIdentity::default()
+                    .with_member_id(s("m"))
+                    .with_reason(Some(s("bye"))),
+            ]),
+        ),
+        flex(
+            8,
+            9,
+            km::OffsetCommitRequest::default()
+                .with_group_id(g())
+                .with_generation_id_or_member_epoch(-1)
+                .with_topics(vec![km::offset_commit_request::OffsetCommitRequestTopic::default()
+                    .with_name(km::TopicName(s("t")))
+                    .with_partitions(vec![
+                        km::offset_commit_request::OffsetCommitRequestPartition::default().with_committed_offset(1),
+                    ])]),
+        ),
+        flex(
+            9,
+            9,
+            km::OffsetFetchRequest::default().with_groups(vec![
+                km::offset_fetch_request::OffsetFetchRequestGroup::default()
+                    .with_group_id(g())
+                    .with_topics(None),
+                km::offset_fetch_request::OffsetFetchRequestGroup::default()
+                    .with_group_id(km::GroupId(s("h")))
+                    .with_topics(Some(vec![km::offset_fetch_request::OffsetFetchRequestTopics::default(
+                    )
+                    .with_name(km::TopicName(s("t")))
+                    .with_partition_indexes(vec![0])])),
+            ]),
+        ),
+        flex(
+            15,
+            6,
+            km::DescribeGroupsRequest::default()
+                .with_groups(vec![g()])
+                .with_include_authorized_operations(true),
+        ),
+        flex(
+            16,
+            5,
+            km::ListGroupsRequest::default()
+                .with_states_filter(vec![s("Stable")])
+                .with_types_filter(vec![s("classic")]),
+        ),
+        flex(42, 2, km::DeleteGroupsRequest::default().with_groups_names(vec![g()])),
+    ]
 }
 
 /// The flexible admin versions (and InitProducerId v5), their bodies

@@ -78,21 +78,41 @@ pub(super) async fn group_request(
     match key {
         FIND_COORDINATOR => {
             let req = decode_find_coordinator(r, version)?;
-            match coordinator_of(engine, &req.key) {
-                Some((id, addr)) if req.key_type == 0 => {
-                    let (host, port) = split_addr(&addr);
-                    encode_find_coordinator(w, version, code::NONE, broker_id(&id), &host, port);
-                }
-                _ => encode_find_coordinator(w, version, gcode::COORDINATOR_NOT_AVAILABLE, -1, "", -1),
-            }
+            let found: Vec<FoundCoordinator> = req
+                .keys
+                .iter()
+                .map(|k| match coordinator_of(engine, k) {
+                    Some((id, addr)) if req.key_type == 0 => {
+                        let (host, port) = split_addr(&addr);
+                        FoundCoordinator {
+                            key: k.clone(),
+                            error_code: code::NONE,
+                            node: broker_id(&id),
+                            host,
+                            port,
+                        }
+                    }
+                    _ => FoundCoordinator {
+                        key: k.clone(),
+                        error_code: gcode::COORDINATOR_NOT_AVAILABLE,
+                        node: -1,
+                        host: String::new(),
+                        port: -1,
+                    },
+                })
+                .collect();
+            encode_find_coordinator(w, version, &found)?;
         }
         JOIN_GROUP => {
             let req = decode_join_group(r, version)?;
-            let joined = join(engine, groups, version, req, client_id, peer).await;
-            encode_join_group(w, version, &joined);
+            let group = req.group_id.clone();
+            let (joined, skip) = join(engine, groups, version, req, client_id, peer).await;
+            let protocol_type = groups.describe(&group).map(|g| g.protocol_type);
+            encode_join_group(w, version, &joined, protocol_type.as_deref(), skip)?;
         }
         SYNC_GROUP => {
             let req = decode_sync_group(r, version)?;
+            let group = req.group_id.clone();
             let answer = match check_coordinator(engine, &req.group_id) {
                 Err(e) => Err(e),
                 Ok(()) => {
@@ -100,9 +120,13 @@ pub(super) async fn group_request(
                     sync(engine, groups, req).await
                 }
             };
+            let protocol = groups
+                .describe(&group)
+                .map(|g| (g.protocol_type, g.protocol.unwrap_or_default()));
+            let protocol = protocol.as_ref().map(|(t, n)| (t.as_str(), n.as_str()));
             match answer {
-                Ok(a) => encode_sync_group(w, version, code::NONE, &a),
-                Err(e) => encode_sync_group(w, version, e, &bytes::Bytes::new()),
+                Ok(a) => encode_sync_group(w, version, code::NONE, &a, protocol)?,
+                Err(e) => encode_sync_group(w, version, e, &bytes::Bytes::new(), None)?,
             }
         }
         HEARTBEAT => {
@@ -114,63 +138,65 @@ pub(super) async fn group_request(
                     e => e,
                 }
             });
-            encode_error_only(w, version >= 1, e);
+            encode_heartbeat(w, version, e)?;
         }
         LEAVE_GROUP => {
             let req = decode_leave_group(r, version)?;
             match check_coordinator(engine, &req.group_id) {
-                Err(e) => encode_leave_group(w, version, e, &[]),
+                Err(e) => encode_leave_group(w, version, e, &[])?,
                 Ok(()) => {
                     load(engine, groups, &req.group_id);
-                    let results: Vec<(String, i16)> = req
+                    let results: Vec<LeftMember> = req
                         .member_ids
                         .iter()
                         .zip(&req.instance_ids)
-                        .map(|(m, i)| (m.clone(), groups.leave(&req.group_id, m, i.as_deref(), Instant::now())))
+                        .zip(&req.reasons)
+                        .map(|((m, i), reason)| {
+                            if let Some(reason) = reason {
+                                tracing::info!(group = %req.group_id, member = %m, reason, "member leaves");
+                            }
+                            let e = groups.leave(&req.group_id, m, i.as_deref(), Instant::now());
+                            (m.clone(), i.clone(), e)
+                        })
                         .collect();
                     persist(engine, groups, &req.group_id).await;
-                    let top = if version >= 3 { code::NONE } else { results[0].1 };
-                    encode_leave_group(w, version, top, &results);
+                    let top = if version >= 3 { code::NONE } else { results[0].2 };
+                    encode_leave_group(w, version, top, &results)?;
                 }
             }
         }
         OFFSET_COMMIT => {
             let req = decode_offset_commit(r, version)?;
             let topics = offset_commit(engine, groups, version, req).await;
-            encode_offset_commit(w, version, &topics);
+            encode_offset_commit(w, version, &topics)?;
         }
         OFFSET_FETCH => {
             let req = decode_offset_fetch(r, version)?;
-            let (e, topics) = offset_fetch(engine, req);
-            encode_offset_fetch(w, version, e, &topics);
+            let answers: Vec<FetchedGroup> = req.groups.into_iter().map(|g| offset_fetch(engine, g)).collect();
+            encode_offset_fetch(w, version, &answers)?;
         }
         LIST_GROUPS => {
-            decode_list_groups(r, version)?;
-            let me = engine.cluster.ready().node_id;
-            let mut list = groups.list();
-            list.extend(groups.consumer.list()); // KIP-848 consumer groups
-            for g in engine.group_offsets.offset_groups() {
-                let mine = coordinator_of(engine, &g).is_some_and(|(id, _)| id == me);
-                if mine && !list.iter().any(|(id, _)| *id == g) {
-                    list.push((g, "consumer".into()));
-                }
-            }
-            list.sort();
-            encode_list_groups(w, version, code::NONE, &list);
+            let req = decode_list_groups(r, version)?;
+            let list = list_groups(engine, groups, &req);
+            encode_list_groups(w, version, code::NONE, &list)?;
         }
         DESCRIBE_GROUPS => {
-            let ids = decode_group_ids(r, version, key)?;
-            let described: Vec<DescribedGroup> = ids.into_iter().map(|g| describe(engine, groups, g)).collect();
-            encode_describe_groups(w, version, &described);
+            let req = decode_group_ids(r, version, key)?;
+            let described: Vec<DescribedGroup> = req
+                .ids
+                .into_iter()
+                .map(|g| describe(engine, groups, g, version, req.include_authorized_operations))
+                .collect();
+            encode_describe_groups(w, version, &described)?;
         }
         DELETE_GROUPS => {
-            let ids = decode_group_ids(r, version, key)?;
-            let mut results = Vec::with_capacity(ids.len());
-            for g in ids {
+            let req = decode_group_ids(r, version, key)?;
+            let mut results = Vec::with_capacity(req.ids.len());
+            for g in req.ids {
                 let e = delete_group(engine, groups, &g).await;
                 results.push((g, e));
             }
-            encode_delete_groups(w, &results);
+            encode_delete_groups(w, version, &results)?;
         }
         _ => unreachable!("only group APIs are routed here"),
     }
@@ -184,15 +210,29 @@ async fn join(
     req: JoinGroupRequest,
     client_id: &str,
     peer: &str,
-) -> Joined {
+) -> (Joined, bool) {
     if let Err(e) = check_coordinator(engine, &req.group_id) {
-        return Joined::error(e, &req.member_id);
+        return (Joined::error(e, &req.member_id), false);
     }
     load(engine, groups, &req.group_id);
     // KIP-848: a consumer group with members refuses classic members.
     if let Some(e) = super::consumer_coordinator::classic_join_conflict(engine, groups, &req.group_id).await {
-        return Joined::error(e, &req.member_id);
+        return (Joined::error(e, &req.member_id), false);
     }
+    if let Some(reason) = &req.reason {
+        tracing::debug!(group = %req.group_id, member = %req.member_id, reason, "member joins");
+    }
+    // A static leader rejoining a Stable group with the same protocols
+    // keeps the generation and the assignment: like Kafka, v9+ tells it to
+    // skip the assignment (KIP-814).
+    let static_leader_rejoin = req.group_instance_id.as_ref().and_then(|instance| {
+        let g = groups.describe(&req.group_id)?;
+        let leader = g.members.get(g.leader.as_ref()?)?;
+        let same = g.phase == groups::Phase::Stable
+            && leader.instance_id.as_ref() == Some(instance)
+            && leader.protocols == req.protocols;
+        same.then_some(g.generation)
+    });
     let rebalance_timeout = ms(req.rebalance_timeout_ms).min(groups::MAX_SESSION);
     let group = req.group_id.clone();
     let j = Join {
@@ -209,13 +249,18 @@ async fn join(
     };
     let member_id = match groups.join(j, Instant::now()) {
         Ok(id) => id,
-        Err(answer) => return answer,
+        Err(answer) => return (answer, false),
     };
     let deadline = Instant::now() + rebalance_timeout + Duration::from_secs(5);
     let timeout = Joined::error(gcode::REBALANCE_IN_PROGRESS, &member_id);
     // A static member that replaced itself in a Stable group changed it.
     persist(engine, groups, &group).await;
-    groups::wait_for(groups, deadline, || groups.join_result(&group, &member_id), timeout).await
+    let joined = groups::wait_for(groups, deadline, || groups.join_result(&group, &member_id), timeout).await;
+    let skip = version >= 9
+        && joined.error_code == code::NONE
+        && joined.leader == joined.member_id
+        && static_leader_rejoin == Some(joined.generation);
+    (joined, skip)
 }
 
 async fn sync(engine: &Services, groups: &Groups, req: SyncGroupRequest) -> Result<bytes::Bytes, i16> {
@@ -223,6 +268,17 @@ async fn sync(engine: &Services, groups: &Groups, req: SyncGroupRequest) -> Resu
     match groups.check_instance(&req.group_id, &req.member_id, req.group_instance_id.as_deref()) {
         0 => {}
         e => return Err(e),
+    }
+    // v5+: the member's idea of the protocol must be the group's.
+    if let Some(g) = groups.describe(&req.group_id) {
+        let type_differs = req.protocol_type.as_ref().is_some_and(|t| *t != g.protocol_type);
+        let name_differs = req
+            .protocol_name
+            .as_ref()
+            .is_some_and(|n| Some(n) != g.protocol.as_ref());
+        if type_differs || name_differs {
+            return Err(gcode::INCONSISTENT_GROUP_PROTOCOL);
+        }
     }
     groups.sync(&req.group_id, req.generation_id, &req.member_id, req.assignments, now)?;
     // The leader's assignments completed a generation: keep it.
@@ -326,7 +382,13 @@ async fn offset_commit(
     out
 }
 
-fn offset_fetch(engine: &Services, req: OffsetFetchRequest) -> (i16, Vec<(String, Vec<FetchedOffset>)>) {
+fn offset_fetch(engine: &Services, req: OffsetFetchGroup) -> FetchedGroup {
+    let group = req.group_id.clone();
+    let (e, topics) = offset_fetch_one(engine, req);
+    (group, e, topics)
+}
+
+fn offset_fetch_one(engine: &Services, req: OffsetFetchGroup) -> (i16, Vec<(String, Vec<FetchedOffset>)>) {
     if let Err(e) = check_coordinator(engine, &req.group_id) {
         let topics = req
             .topics
@@ -388,14 +450,21 @@ fn offset_fetch(engine: &Services, req: OffsetFetchRequest) -> (i16, Vec<(String
     (code::NONE, topics)
 }
 
-fn describe(engine: &Services, groups: &Groups, group: String) -> DescribedGroup {
+/// The ACL operations a classic group allows, as DescribeGroups v3+
+/// reports them when asked: READ (3), DELETE (6) and DESCRIBE (8).
+const GROUP_OPERATIONS: i32 = (1 << 3) | (1 << 6) | (1 << 8);
+
+fn describe(engine: &Services, groups: &Groups, group: String, version: i16, include_ops: bool) -> DescribedGroup {
+    let authorized_operations = if include_ops { GROUP_OPERATIONS } else { i32::MIN };
     let empty = |error_code, state: &str| DescribedGroup {
         error_code,
+        error_message: None,
         group_id: group.clone(),
         state: state.to_string(),
         protocol_type: String::new(),
         protocol: String::new(),
         members: Vec::new(),
+        authorized_operations,
     };
     if let Err(e) = check_coordinator(engine, &group) {
         return empty(e, "");
@@ -406,6 +475,8 @@ fn describe(engine: &Services, groups: &Groups, group: String) -> DescribedGroup
             let protocol = g.protocol.clone().unwrap_or_default();
             DescribedGroup {
                 error_code: code::NONE,
+                error_message: None,
+                authorized_operations,
                 group_id: group.clone(),
                 state: g.phase.name().to_string(),
                 protocol_type: g.protocol_type.clone(),
@@ -415,6 +486,7 @@ fn describe(engine: &Services, groups: &Groups, group: String) -> DescribedGroup
                     .values()
                     .map(|m| DescribedMember {
                         member_id: m.id.clone(),
+                        group_instance_id: if version >= 4 { m.instance_id.clone() } else { None },
                         client_id: m.client_id.clone(),
                         client_host: m.client_host.clone(),
                         metadata: m
@@ -432,8 +504,62 @@ fn describe(engine: &Services, groups: &Groups, group: String) -> DescribedGroup
             protocol_type: "consumer".into(),
             ..empty(code::NONE, "Empty")
         },
+        // v6+ (Kafka 3.8): an unknown group is an error, with a message.
+        None if version >= 6 => DescribedGroup {
+            error_message: Some(format!("Group {group} not found.")),
+            ..empty(gcode::GROUP_ID_NOT_FOUND, "Dead")
+        },
         None => empty(code::NONE, "Dead"),
     }
+}
+
+/// ListGroups: the classic groups with members, the KIP-848 consumer
+/// groups held here, and the groups that only have committed offsets
+/// (Empty classic groups), filtered by state (v4+) and type (v5+) as Kafka
+/// does (case-insensitively).
+fn list_groups(engine: &Services, groups: &Groups, req: &ListGroupsRequest) -> Vec<ListedGroup> {
+    let me = engine.cluster.ready().node_id;
+    let mut list: Vec<ListedGroup> = groups
+        .list()
+        .into_iter()
+        .map(|(id, protocol_type)| {
+            let state = groups.describe(&id).map_or("Empty", |g| g.phase.name()).to_string();
+            ListedGroup {
+                group_id: id,
+                protocol_type,
+                state,
+                group_type: "classic".into(),
+            }
+        })
+        .collect();
+    for (id, protocol_type) in groups.consumer.list() {
+        let state = groups
+            .consumer
+            .describe(&id, Instant::now(), || None)
+            .map_or("Empty", |g| g.state_name())
+            .to_string();
+        list.push(ListedGroup {
+            group_id: id,
+            protocol_type,
+            state,
+            group_type: "consumer".into(),
+        });
+    }
+    for g in engine.group_offsets.offset_groups() {
+        let mine = coordinator_of(engine, &g).is_some_and(|(id, _)| id == me);
+        if mine && !list.iter().any(|l| l.group_id == g) {
+            list.push(ListedGroup {
+                group_id: g,
+                protocol_type: "consumer".into(),
+                state: "Empty".into(),
+                group_type: "classic".into(),
+            });
+        }
+    }
+    let wanted = |filter: &[String], v: &str| filter.is_empty() || filter.iter().any(|f| f.eq_ignore_ascii_case(v));
+    list.retain(|g| wanted(&req.states, &g.state) && wanted(&req.types, &g.group_type));
+    list.sort();
+    list
 }
 
 /// DeleteGroups of one group. Authorization comes first: a caller that may

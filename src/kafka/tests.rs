@@ -15,6 +15,7 @@ use tokio::io::AsyncWriteExt;
 mod acls;
 mod admin;
 mod dataplane;
+mod group_codecs;
 mod group_state;
 mod log_dirs;
 
@@ -1099,7 +1100,7 @@ fn decode_group(key: i16, version: i16, body: &[u8]) -> Result<(), super::wire::
         LEAVE_GROUP => decode_leave_group(&mut r, version).map(drop),
         OFFSET_COMMIT => decode_offset_commit(&mut r, version).map(drop),
         OFFSET_FETCH => decode_offset_fetch(&mut r, version).map(drop),
-        LIST_GROUPS => decode_list_groups(&mut r, version),
+        LIST_GROUPS => decode_list_groups(&mut r, version).map(drop),
         _ => decode_group_ids(&mut r, version, key).map(drop),
     }
 }
