@@ -469,6 +469,20 @@ impl Cluster {
     }
 
     /// A line about node `n`: what it owns, and whether it holds the lease.
+    /// Whether the first live node that answers sees every partition open.
+    async fn all_open(&self) -> bool {
+        for n in 0..NODES {
+            if self.nodes[n].is_none() {
+                continue;
+            }
+            if let Some(v) = self.get_json(n, &format!("/v1/topics/{TOPIC}")).await {
+                let parts = v["partition_info"].as_array().cloned().unwrap_or_default();
+                return !parts.is_empty() && parts.iter().all(|p| p["state"] == "open");
+            }
+        }
+        false
+    }
+
     async fn describe(&self, n: usize) -> String {
         let admin = self.admin_nodes(None).await.unwrap_or(Value::Null);
         let holder = admin["lease_holder"].as_str().unwrap_or("?").to_string();
@@ -784,6 +798,14 @@ impl Cluster {
             }
             Fault::MetaOutage { ms, mode } => {
                 *self.faults.entry("metadata outage").or_default() += 1;
+                // A partition whose owner died cannot move while the log is out
+                // of reach, and producers retry the partition they picked: start
+                // once every partition is open, so what this checks is that
+                // appends to open partitions go on without the metadata store.
+                let settle = Instant::now() + Duration::from_secs(30);
+                while !self.all_open().await && Instant::now() < settle {
+                    self.idle(Duration::from_millis(200), None).await;
+                }
                 let mut before = Vec::new();
                 for n in 0..NODES {
                     before.push(self.registration(n, None).await);
