@@ -161,7 +161,12 @@ async fn leader_epoch_end(
         return Ok((-1, -1));
     };
     if asked > epoch {
-        return Ok((-1, -1));
+        // Kafka answers an epoch newer than the leader's as undefined (-1,
+        // -1), which clients take for truncation and reset by policy (to
+        // offset 0 under `earliest`). Here offsets are never truncated: a
+        // client has seen `asked` from a node whose view is ahead of this
+        // one's, so the answer is to retry once this view catches up.
+        return Err(code::UNKNOWN_LEADER_EPOCH);
     }
     let end = engine
         .records
