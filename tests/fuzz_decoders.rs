@@ -519,6 +519,19 @@ fn flexible_admin_requests() -> Vec<Vec<u8>> {
             ])),
         ),
         flex(
+            21,
+            2,
+            km::DeleteRecordsRequest::default()
+                .with_topics(vec![km::delete_records_request::DeleteRecordsTopic::default()
+                    .with_name(s("t").into())
+                    .with_partitions(vec![
+                        km::delete_records_request::DeleteRecordsPartition::default()
+                            .with_partition_index(0)
+                            .with_offset(-1),
+                    ])])
+                .with_timeout_ms(100),
+        ),
+        flex(
             31,
             3,
             km::DeleteAclsRequest::default().with_filters(vec![km::delete_acls_request::DeleteAclsFilter::default()

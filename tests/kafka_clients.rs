@@ -775,7 +775,7 @@ async fn kafka_python_admin_client_manages_topics_and_configs() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kafka_python_admin_client_sees_no_acls_and_one_log_dir_per_node() {
+async fn kafka_python_admin_client_sees_no_acls_one_log_dir_per_node_and_deletes_records() {
     if !Client::KafkaPython.installed() {
         return;
     }
@@ -801,4 +801,9 @@ async fn kafka_python_admin_client_sees_no_acls_and_one_log_dir_per_node() {
     assert_eq!(sizes.len(), 2, "each partition reported once, by its owner: {v}");
     assert_eq!(sizes["0"], 0, "{v}");
     assert!(sizes["1"].as_i64().unwrap() > 0, "{v}");
+    // DeleteRecords: the start moves to 1 (the tail flushed first), past the end is refused.
+    assert_eq!(v["delete_records"], json!({"1": 1}), "{v}");
+    assert_eq!(v["delete_past_end"], "OffsetOutOfRangeError", "{v}");
+    assert_eq!(v["beginning"], 1, "{v}");
+    assert_eq!(v["read_after_delete"], json!([[1, "v2"]]), "{v}");
 }

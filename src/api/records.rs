@@ -1,7 +1,8 @@
 //! The records capability: appending to and reading from one partition,
 //! as records (HTTP, Durable Streams) or as stored RecordBatch v2 bytes
-//! (Kafka), Durable Streams writes checked by the stream's sequencer, and
-//! where a leader epoch ended.
+//! (Kafka), Durable Streams writes checked by the stream's sequencer,
+//! where a leader epoch ended, and moving a partition's start (Kafka's
+//! DeleteRecords).
 
 use super::{ApiResult, Appended, BatchRead, ReadRequest, ReadResult};
 use crate::batch::Record;
@@ -65,4 +66,12 @@ pub trait Records: Send + Sync + 'static {
     /// ended: the start offset of the next epoch, or the high watermark for
     /// the current epoch (Kafka's OffsetForLeaderEpoch).
     async fn leader_epoch_end(&self, topic: &str, partition: u32, epoch: StreamEpoch) -> ApiResult<Offset>;
+
+    /// Move the start of a partition this node owns up to `before` (`None`:
+    /// the high watermark), as Kafka's DeleteRecords does; records below it
+    /// are no longer readable. Returns the start after the call (the
+    /// partition's low watermark), never lower than it was. `before` past
+    /// the high watermark is `offset_out_of_range`. Waits while the tail up
+    /// to `before` is flushed; not forwarded.
+    async fn delete_before(&self, topic: &str, partition: u32, before: Option<Offset>) -> ApiResult<Offset>;
 }

@@ -9,6 +9,7 @@
 //! | --- | --- | --- |
 //! | records | append, append_batch, append_durable | `write` |
 //! | records | read, read_batches, leader_epoch_end, relay_subscription | `read` |
+//! | records | delete_before (DeleteRecords) | `admin` |
 //! | topics | describe_topic(_current), partitions(_current), partition_bytes, list_topics (filtered) | any op on the topic |
 //! | topics | create_topic (incl. auto-create), delete_topic, add_partitions, alter_topic_config | `admin` |
 //! | group offsets | commit_offsets, committed_offsets (filtered) | `read` |
@@ -150,6 +151,10 @@ impl Records for Scoped<dyn Records> {
     async fn leader_epoch_end(&self, topic: &str, partition: u32, epoch: StreamEpoch) -> ApiResult<Offset> {
         self.need(Op::Read, topic)?;
         self.inner.leader_epoch_end(topic, partition, epoch).await
+    }
+    async fn delete_before(&self, topic: &str, partition: u32, before: Option<Offset>) -> ApiResult<Offset> {
+        self.need(Op::Admin, topic)?;
+        self.inner.delete_before(topic, partition, before).await
     }
 }
 

@@ -22,7 +22,7 @@
 //!   `groups::{consumer, assignor}`: the KIP-848 consumer protocol;
 //!   [`group_placement`]: which node coordinates a group; `admin`,
 //!   [`admin_proto`]: the admin APIs; [`acls`]: the ACL APIs (token scopes
-//!   shown as ACLs); [`log_dirs`]: DescribeLogDirs.
+//!   shown as ACLs); [`log_dirs`]: DescribeLogDirs; [`delete_records`]: DeleteRecords.
 //!
 //! Requests are decoded by this module's own bounded decoders
 //! ([`wire::Reader`]): every array count and string length is checked
@@ -38,6 +38,7 @@ pub mod authz;
 pub mod consumer_coordinator;
 pub mod consumer_proto;
 mod coordinator;
+pub mod delete_records;
 mod fetch;
 pub mod fetch_session;
 pub mod framing;
@@ -476,7 +477,14 @@ fn api_name(frame: &[u8]) -> &'static str {
         Some(API_VERSIONS) => "api_versions",
         Some(sasl::SASL_HANDSHAKE | sasl::SASL_AUTHENTICATE) => "sasl",
         Some(k) if is_group_api(k) || consumer_proto::is_consumer_group_api(k) => "group",
-        Some(k) if admin_proto::is_admin_api(k) || acls::is_acl_api(k) || k == log_dirs::DESCRIBE_LOG_DIRS => "admin",
+        Some(k)
+            if admin_proto::is_admin_api(k)
+                || acls::is_acl_api(k)
+                || k == log_dirs::DESCRIBE_LOG_DIRS
+                || k == delete_records::DELETE_RECORDS =>
+        {
+            "admin"
+        }
         _ => "other",
     }
 }
@@ -660,6 +668,7 @@ async fn handle_with(
         k if admin_proto::is_admin_api(k) => admin::request(engine, k, version, &mut r, &mut w).await?,
         k if acls::is_acl_api(k) => acls::request(engine, k, version, &mut r, &mut w)?,
         log_dirs::DESCRIBE_LOG_DIRS => log_dirs::request(engine, version, &mut r, &mut w)?,
+        delete_records::DELETE_RECORDS => delete_records::request(engine, version, &mut r, &mut w).await?,
         sasl::SASL_HANDSHAKE => session.handshake(version, &mut r, &mut w)?,
         sasl::SASL_AUTHENTICATE => session.authenticate(engine.tokens.as_ref(), version, &mut r, &mut w)?,
         scram_users::DESCRIBE_USER_SCRAM_CREDENTIALS => {

@@ -15,6 +15,7 @@ use tokio::io::AsyncWriteExt;
 mod acls;
 mod admin;
 mod dataplane;
+mod delete_records;
 mod group_codecs;
 mod group_state;
 mod log_dirs;

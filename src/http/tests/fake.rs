@@ -366,6 +366,10 @@ impl Records for FakeEngine {
     async fn leader_epoch_end(&self, _topic: &str, _partition: u32, _epoch: StreamEpoch) -> ApiResult<Offset> {
         Err(unsupported("leader epochs"))
     }
+
+    async fn delete_before(&self, _topic: &str, _partition: u32, _before: Option<Offset>) -> ApiResult<Offset> {
+        Err(unsupported("deleting records"))
+    }
 }
 
 /// No consumer group has offsets here, and none can commit any.

@@ -3,6 +3,7 @@
 //! [`Services`] bundle the front doors are given ([`Node::services`]).
 //!
 //! - `records`: append and read (records and raw batches), leader epochs.
+//! - `trim`: moving a partition's start (DeleteRecords), for `records`.
 //! - `topics`: create, list, describe, grow, configure, delete.
 //! - `group_offsets`: consumer groups' committed offsets.
 //! - `producer_ids`: Kafka producer ids, reserved in blocks.
@@ -19,6 +20,7 @@ mod producer_ids;
 mod records;
 mod tokens;
 mod topics;
+mod trim;
 
 use super::{Node, Phase};
 use crate::api::*;

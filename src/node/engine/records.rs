@@ -363,4 +363,8 @@ impl Records for Node {
         let ended = view.streams.get(&id).and_then(|row| row.epoch_end(epoch));
         Ok(ended.unwrap_or_else(|| open.high_watermark()))
     }
+
+    async fn delete_before(&self, topic: &str, partition: u32, before: Option<Offset>) -> ApiResult<Offset> {
+        self.trim_before(topic, partition, before).await
+    }
 }
