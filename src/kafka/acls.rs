@@ -13,7 +13,7 @@
 //! admin, see [`super::authz`]) are shown; for anyone else the view is
 //! empty.
 
-use super::admin_proto::Fields;
+use super::proto::Fields;
 use super::wire::{DecodeResult, Reader, Writer};
 use crate::api::Services;
 use crate::auth::{Op, TokenInfo};
@@ -176,7 +176,7 @@ pub fn decode_create_acls(r: &mut Reader, version: i16) -> DecodeResult<Vec<AclB
         flexible: flexible(version),
     };
     // type, name, pattern, principal, host, op, permission (+ tags).
-    let n = f.array_len(1 + 2 + 1 + 2 + 2 + 1 + 1, 1 + 1 + 1 + 1 + 1 + 1 + 1 + 1)?;
+    let n = f.array_of(1 + 2 + 1 + 2 + 2 + 1 + 1, 1 + 1 + 1 + 1 + 1 + 1 + 1 + 1)?;
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {
         let resource_type = f.r.i8()?;
@@ -207,7 +207,7 @@ pub fn decode_delete_acls(r: &mut Reader, version: i16) -> DecodeResult<Vec<AclF
         r,
         flexible: flexible(version),
     };
-    let n = f.array_len(1 + 2 + 1 + 2 + 2 + 1 + 1, 1 + 1 + 1 + 1 + 1 + 1 + 1 + 1)?;
+    let n = f.array_of(1 + 2 + 1 + 2 + 2 + 1 + 1, 1 + 1 + 1 + 1 + 1 + 1 + 1 + 1)?;
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {
         out.push(filter(&mut f)?);

@@ -7,7 +7,7 @@
 //! kafka-protocol's generated structs written at the request's version.
 
 use super::proto::Broker;
-use super::wire::{DecodeError, DecodeResult, Reader, Writer};
+use super::wire::{DecodeResult, Reader, Writer};
 use crate::ids::TopicUuid;
 use kafka_protocol::messages as km;
 use kafka_protocol::protocol::StrBytes;
@@ -46,66 +46,7 @@ pub fn flexible(key: i16, version: i16) -> bool {
     version >= from
 }
 
-/// Reads one field of a request in the classic encoding (INT16 strings,
-/// INT32 arrays) or the flexible one (compact, with tagged fields). Array
-/// counts are bounded by the bytes left, with the smallest element size of
-/// that encoding.
-pub struct Fields<'a> {
-    pub r: &'a mut Reader,
-    pub flexible: bool,
-}
-
-impl Fields<'_> {
-    fn fail<T>(&self, message: &str) -> DecodeResult<T> {
-        Err(DecodeError {
-            at: self.r.position(),
-            message: message.into(),
-        })
-    }
-    pub fn string(&mut self) -> DecodeResult<String> {
-        if self.flexible {
-            self.r.compact_string()
-        } else {
-            self.r.string()
-        }
-    }
-    pub fn nullable_string(&mut self) -> DecodeResult<Option<String>> {
-        if self.flexible {
-            self.r.compact_nullable_string()
-        } else {
-            self.r.nullable_string()
-        }
-    }
-    /// A nullable array: `classic` / `compact` are its elements' smallest sizes.
-    pub fn nullable_array_len(&mut self, classic: usize, compact: usize) -> DecodeResult<Option<usize>> {
-        if self.flexible {
-            self.r.compact_nullable_array_len(compact)
-        } else {
-            self.r.nullable_array_len(classic)
-        }
-    }
-    pub fn array_len(&mut self, classic: usize, compact: usize) -> DecodeResult<usize> {
-        match self.nullable_array_len(classic, compact)? {
-            Some(n) => Ok(n),
-            None => self.fail("null where an array is required"),
-        }
-    }
-    /// A tagged-field section, in flexible versions only.
-    pub fn tags(&mut self) -> DecodeResult<()> {
-        if self.flexible {
-            self.r.tagged_fields()?;
-        }
-        Ok(())
-    }
-    pub fn uuid(&mut self) -> DecodeResult<TopicUuid> {
-        let hi = self.r.i64()?.to_be_bytes();
-        let lo = self.r.i64()?.to_be_bytes();
-        let mut id = [0u8; 16];
-        id[..8].copy_from_slice(&hi);
-        id[8..].copy_from_slice(&lo);
-        Ok(TopicUuid(id))
-    }
-}
+use super::proto::Fields;
 
 fn fields(r: &mut Reader, key: i16, version: i16) -> Fields<'_> {
     Fields {
@@ -156,7 +97,7 @@ pub mod op {
 pub type NamedValue = (String, Option<String>);
 
 fn named_values(f: &mut Fields) -> DecodeResult<Vec<NamedValue>> {
-    let n = f.array_len(2 + 2, 1 + 1 + 1)?;
+    let n = f.array_of(2 + 2, 1 + 1 + 1)?;
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {
         let name = f.string()?;
@@ -168,7 +109,7 @@ fn named_values(f: &mut Fields) -> DecodeResult<Vec<NamedValue>> {
 }
 
 fn broker_ids(f: &mut Fields) -> DecodeResult<Vec<i32>> {
-    let n = f.array_len(4, 4)?;
+    let n = f.array_of(4, 4)?;
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {
         out.push(f.r.i32()?);
@@ -200,13 +141,13 @@ pub struct CreateTopicsRequest {
 /// Every version (v5+ flexible; v6 and v7 change only the response).
 pub fn decode_create_topics(r: &mut Reader, version: i16) -> DecodeResult<CreateTopicsRequest> {
     let mut f = fields(r, CREATE_TOPICS, version);
-    let n = f.array_len(2 + 4 + 2 + 4 + 4, 1 + 4 + 2 + 1 + 1 + 1)?;
+    let n = f.array_of(2 + 4 + 2 + 4 + 4, 1 + 4 + 2 + 1 + 1 + 1)?;
     let mut topics = Vec::with_capacity(n);
     for _ in 0..n {
         let name = f.string()?;
         let num_partitions = f.r.i32()?;
         let replication_factor = f.r.i16()?;
-        let m = f.array_len(4 + 4, 4 + 1 + 1)?;
+        let m = f.array_of(4 + 4, 4 + 1 + 1)?;
         let mut assignments = Vec::with_capacity(m);
         for _ in 0..m {
             let partition = f.r.i32()?;
@@ -319,7 +260,7 @@ pub fn decode_delete_topics(r: &mut Reader, version: i16) -> DecodeResult<Delete
     let mut f = fields(r, DELETE_TOPICS, version);
     let mut topics;
     if version >= 6 {
-        let n = f.array_len(2 + 16, 1 + 16 + 1)?;
+        let n = f.array_of(2 + 16, 1 + 16 + 1)?;
         topics = Vec::with_capacity(n);
         for _ in 0..n {
             let name = f.nullable_string()?;
@@ -331,7 +272,7 @@ pub fn decode_delete_topics(r: &mut Reader, version: i16) -> DecodeResult<Delete
             });
         }
     } else {
-        let n = f.array_len(2, 1)?;
+        let n = f.array_of(2, 1)?;
         topics = Vec::with_capacity(n);
         for _ in 0..n {
             topics.push(TopicRef::Name(f.string()?));
@@ -383,12 +324,12 @@ pub struct CreatePartitionsRequest {
 
 pub fn decode_create_partitions(r: &mut Reader, version: i16) -> DecodeResult<CreatePartitionsRequest> {
     let mut f = fields(r, CREATE_PARTITIONS, version);
-    let n = f.array_len(2 + 4 + 4, 1 + 4 + 1 + 1)?;
+    let n = f.array_of(2 + 4 + 4, 1 + 4 + 1 + 1)?;
     let mut topics = Vec::with_capacity(n);
     for _ in 0..n {
         let name = f.string()?;
         let count = f.r.i32()?;
-        let assignments = match f.nullable_array_len(4, 1 + 1)? {
+        let assignments = match f.nullable_array_of(4, 1 + 1)? {
             None => None,
             Some(m) => {
                 let mut a = Vec::with_capacity(m);
@@ -449,12 +390,12 @@ pub struct DescribeConfigsRequest {
 
 pub fn decode_describe_configs(r: &mut Reader, version: i16) -> DecodeResult<DescribeConfigsRequest> {
     let mut f = fields(r, DESCRIBE_CONFIGS, version);
-    let n = f.array_len(1 + 2 + 4, 1 + 1 + 1 + 1)?;
+    let n = f.array_of(1 + 2 + 4, 1 + 1 + 1 + 1)?;
     let mut resources = Vec::with_capacity(n);
     for _ in 0..n {
         let resource_type = f.r.i8()?;
         let name = f.string()?;
-        let keys = match f.nullable_array_len(2, 1)? {
+        let keys = match f.nullable_array_of(2, 1)? {
             None => None,
             Some(m) => {
                 let mut k = Vec::with_capacity(m);
@@ -585,13 +526,13 @@ pub fn decode_alter_configs(r: &mut Reader, version: i16, incremental: bool) -> 
         ALTER_CONFIGS
     };
     let mut f = fields(r, key, version);
-    let n = f.array_len(1 + 2 + 4, 1 + 1 + 1 + 1)?;
+    let n = f.array_of(1 + 2 + 4, 1 + 1 + 1 + 1)?;
     let mut resources = Vec::with_capacity(n);
     for _ in 0..n {
         let resource_type = f.r.i8()?;
         let name = f.string()?;
         let op_len = usize::from(incremental);
-        let m = f.array_len(2 + 2 + op_len, 1 + 1 + 1 + op_len)?;
+        let m = f.array_of(2 + 2 + op_len, 1 + 1 + 1 + op_len)?;
         let mut configs = Vec::with_capacity(m);
         for _ in 0..m {
             let name = f.string()?;

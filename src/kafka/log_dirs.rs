@@ -9,7 +9,7 @@
 //!
 //! [`Topics::partition_bytes`]: crate::api::Topics::partition_bytes
 
-use super::admin_proto::Fields;
+use super::proto::Fields;
 use super::wire::{DecodeResult, Reader, Writer};
 use crate::api::Services;
 use kafka_protocol::messages as km;
@@ -25,13 +25,13 @@ pub fn decode_describe_log_dirs(r: &mut Reader, version: i16) -> DecodeResult<Lo
         r,
         flexible: version >= 2,
     };
-    let out = match f.nullable_array_len(2 + 4, 1 + 1 + 1)? {
+    let out = match f.nullable_array_of(2 + 4, 1 + 1 + 1)? {
         None => None,
         Some(n) => {
             let mut topics = Vec::with_capacity(n);
             for _ in 0..n {
                 let name = f.string()?;
-                let m = f.array_len(4, 4)?;
+                let m = f.array_of(4, 4)?;
                 let mut partitions = Vec::with_capacity(m);
                 for _ in 0..m {
                     partitions.push(f.r.i32()?);

@@ -65,6 +65,15 @@ impl<'a> Fields<'a> {
             None => self.error("null where an array is required"),
         }
     }
+    /// An array whose elements take at least `classic` bytes in the
+    /// classic encoding and `compact` in the flexible one.
+    pub fn array_of(&mut self, classic: usize, compact: usize) -> DecodeResult<usize> {
+        self.array_len(if self.flexible { compact } else { classic })
+    }
+    /// [`Self::array_of`], nullable.
+    pub fn nullable_array_of(&mut self, classic: usize, compact: usize) -> DecodeResult<Option<usize>> {
+        self.nullable_array_len(if self.flexible { compact } else { classic })
+    }
     /// Bytes that share the frame; `None` for null.
     pub fn nullable_bytes(&mut self) -> DecodeResult<Option<Bytes>> {
         if !self.flexible {
