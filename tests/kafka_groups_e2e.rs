@@ -254,7 +254,11 @@ async fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) 
     }
 }
 
-async fn produce(client: &reqwest::Client, url: &str, from: u64, n: u64) {
+/// Records `from..from + n` over HTTP, through the first node of `urls`
+/// and on to the next whenever an append fails (a node may be killed
+/// while this runs).
+async fn produce(client: &reqwest::Client, urls: &[String], from: u64, n: u64) {
+    let mut at = 0;
     for chunk in (from..from + n).collect::<Vec<_>>().chunks(100) {
         let records: Vec<Value> = chunk
             .iter()
@@ -262,6 +266,7 @@ async fn produce(client: &reqwest::Client, url: &str, from: u64, n: u64) {
             .collect();
         let mut tries = 0;
         loop {
+            let url = &urls[at % urls.len()];
             let r = client
                 .post(format!("{url}/v1/topics/{TOPIC}/records"))
                 .json(&json!({ "records": records }))
@@ -271,6 +276,7 @@ async fn produce(client: &reqwest::Client, url: &str, from: u64, n: u64) {
                 break;
             }
             tries += 1;
+            at += 1;
             assert!(tries < 100, "produce kept failing: {r:?}");
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
@@ -311,6 +317,11 @@ impl Cluster {
     /// The first node still running.
     fn live_url(&self) -> String {
         self.nodes[0].url.clone()
+    }
+
+    /// The URL of every node still running.
+    fn urls(&self) -> Vec<String> {
+        self.nodes.iter().map(|n| n.url.clone()).collect()
     }
 
     /// kill -9 the node called `id`; the survivor stays first.
@@ -471,7 +482,7 @@ async fn scenario(family: Family, opts: MemberOpts, kill_coordinator: bool) {
         })
         .await;
     }
-    produce(&c.client, &c.live_url(), 0, FIRST).await;
+    produce(&c.client, &c.urls(), 0, FIRST).await;
     wait_until("both members to read", Duration::from_secs(90), || {
         !events(&log, Some(&a_name), "record").is_empty() && !events(&log, Some(&b_name), "record").is_empty()
     })
@@ -492,8 +503,8 @@ async fn scenario(family: Family, opts: MemberOpts, kill_coordinator: bool) {
     );
 
     let producer = {
-        let (client, url) = (c.client.clone(), c.live_url());
-        tokio::spawn(async move { produce(&client, &url, FIRST, SECOND).await })
+        let (client, urls) = (c.client.clone(), c.urls());
+        tokio::spawn(async move { produce(&client, &urls, FIRST, SECOND).await })
     };
     tokio::time::sleep(Duration::from_millis(500)).await;
     let victim = if kill_coordinator {
@@ -659,7 +670,7 @@ async fn a_classic_group_carries_on_through_a_coordinator_kill_9() {
         session_ms: Some(30_000),
         ..MemberOpts::default()
     };
-    produce(&c.client, &c.live_url(), 0, FIRST).await;
+    produce(&c.client, &c.urls(), 0, FIRST).await;
     let bootstrap = c.bootstrap();
     let mut a = Member::spawn(Family::Confluent, "a", &bootstrap, group, &opts, &log).await;
     let mut b = Member::spawn(Family::Confluent, "b", &bootstrap, group, &opts, &log).await;
@@ -684,7 +695,7 @@ async fn a_classic_group_carries_on_through_a_coordinator_kill_9() {
     c.nodes.sort_by_key(|n| n.node_id == coordinator);
     let killed_at = Instant::now();
     c.kill(&coordinator);
-    produce(&c.client, &c.live_url(), FIRST, SECOND).await;
+    produce(&c.client, &c.urls(), FIRST, SECOND).await;
     wait_until("every record", Duration::from_secs(120), || {
         distinct(&log) as u64 == FIRST + SECOND
     })
@@ -758,7 +769,7 @@ async fn a_static_member_restarts_without_a_rebalance() {
         session_ms: Some(30_000),
         ..MemberOpts::default()
     };
-    produce(&c.client, &c.live_url(), 0, FIRST).await;
+    produce(&c.client, &c.urls(), 0, FIRST).await;
     let bootstrap = c.bootstrap();
     let mut a = Member::spawn(Family::Confluent, "a", &bootstrap, group, &opts("ia"), &log).await;
     let mut b = Member::spawn(Family::Confluent, "b", &bootstrap, group, &opts("ib"), &log).await;
@@ -787,7 +798,7 @@ async fn a_static_member_restarts_without_a_rebalance() {
         !events(&log, Some("a2"), "assigned").is_empty()
     })
     .await;
-    produce(&c.client, &c.live_url(), FIRST, SECOND).await;
+    produce(&c.client, &c.urls(), FIRST, SECOND).await;
     wait_until("every record", Duration::from_secs(90), || {
         distinct(&log) as u64 == FIRST + SECOND
     })
