@@ -140,6 +140,10 @@ impl AclFilter {
 
 // ------------------------------------------------------------ codecs
 
+/// The fewest bytes an ACL binding or filter takes, classic and compact:
+/// type, name, pattern, principal, host, operation, permission (+ tags).
+const ENTRY_MIN: (usize, usize) = (1 + 2 + 1 + 2 + 2 + 1 + 1, 1 + 1 + 1 + 1 + 1 + 1 + 1 + 1);
+
 fn filter(f: &mut Fields) -> DecodeResult<AclFilter> {
     let resource_type = f.r.i8()?;
     let resource_name = f.nullable_string()?;
@@ -175,8 +179,7 @@ pub fn decode_create_acls(r: &mut Reader, version: i16) -> DecodeResult<Vec<AclB
         r,
         flexible: flexible(version),
     };
-    // type, name, pattern, principal, host, op, permission (+ tags).
-    let n = f.array_of(1 + 2 + 1 + 2 + 2 + 1 + 1, 1 + 1 + 1 + 1 + 1 + 1 + 1 + 1)?;
+    let n = f.array_of(ENTRY_MIN.0, ENTRY_MIN.1)?;
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {
         let resource_type = f.r.i8()?;
@@ -207,7 +210,7 @@ pub fn decode_delete_acls(r: &mut Reader, version: i16) -> DecodeResult<Vec<AclF
         r,
         flexible: flexible(version),
     };
-    let n = f.array_of(1 + 2 + 1 + 2 + 2 + 1 + 1, 1 + 1 + 1 + 1 + 1 + 1 + 1 + 1)?;
+    let n = f.array_of(ENTRY_MIN.0, ENTRY_MIN.1)?;
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {
         out.push(filter(&mut f)?);

@@ -31,20 +31,7 @@ pub struct DeleteRecordsRequest {
 pub fn decode_delete_records(r: &mut Reader, version: i16) -> DecodeResult<DeleteRecordsRequest> {
     let mut f = Fields::new(r, version >= 2);
     let part_len = 4 + 8 + f.min_tags();
-    let n = f.array_len(f.min_string() + f.min_array() + f.min_tags())?;
-    let mut topics = Vec::with_capacity(n);
-    for _ in 0..n {
-        let name = f.string()?;
-        let m = f.array_len(part_len)?;
-        let mut parts = Vec::with_capacity(m);
-        for _ in 0..m {
-            let partition = f.r.i32()?;
-            parts.push((partition, f.r.i64()?));
-            f.tags()?;
-        }
-        f.tags()?;
-        topics.push((name, parts));
-    }
+    let topics = f.per_topic(part_len, |f| Ok((f.r.i32()?, f.r.i64()?)))?;
     let timeout_ms = f.r.i32()?;
     f.tags()?;
     f.r.expect_end()?;

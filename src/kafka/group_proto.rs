@@ -376,32 +376,23 @@ pub fn decode_offset_commit(r: &mut Reader, version: i16) -> DecodeResult<Offset
         f.r.i64()?; // retention_time_ms: offsets are kept until the group is deleted
     }
     let group_instance_id = if version >= 7 { f.nullable_string()? } else { None };
-    let n = f.array_len(f.min_string() + f.min_array() + f.min_tags())?;
-    let mut topics = Vec::with_capacity(n);
-    for _ in 0..n {
-        let name = f.string()?;
-        let m = f.array_len(4 + 8 + f.min_string() + f.min_tags())?;
-        let mut parts = Vec::with_capacity(m);
-        for _ in 0..m {
-            let partition = f.r.i32()?;
-            let offset = f.r.i64()?;
-            if version >= 6 {
-                f.r.i32()?; // committed_leader_epoch
-            }
-            if version == 1 {
-                f.r.i64()?; // commit_timestamp
-            }
-            let metadata = f.nullable_string()?;
-            f.tags()?;
-            parts.push(CommitPartition {
-                partition,
-                offset,
-                metadata,
-            });
+    let part_len = 4 + 8 + f.min_string() + f.min_tags();
+    let topics = f.per_topic(part_len, |f| {
+        let partition = f.r.i32()?;
+        let offset = f.r.i64()?;
+        if version >= 6 {
+            f.r.i32()?; // committed_leader_epoch
         }
-        f.tags()?;
-        topics.push((name, parts));
-    }
+        if version == 1 {
+            f.r.i64()?; // commit_timestamp
+        }
+        let metadata = f.nullable_string()?;
+        Ok(CommitPartition {
+            partition,
+            offset,
+            metadata,
+        })
+    })?;
     f.tags()?;
     f.r.expect_end()?;
     Ok(OffsetCommitRequest {

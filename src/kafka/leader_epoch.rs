@@ -39,21 +39,11 @@ pub fn decode_offset_for_leader_epoch(r: &mut Reader, version: i16) -> DecodeRes
         let _replica_id = f.r.i32()?;
     }
     let part_len = if version >= 2 { 12 } else { 8 } + f.min_tags();
-    let n = f.array_len(f.min_string() + f.min_array() + f.min_tags())?;
-    let mut topics = Vec::with_capacity(n);
-    for _ in 0..n {
-        let name = f.string()?;
-        let m = f.array_len(part_len)?;
-        let mut parts = Vec::with_capacity(m);
-        for _ in 0..m {
-            let partition = f.r.i32()?;
-            let current = if version >= 2 { f.r.i32()? } else { -1 };
-            parts.push((partition, current, f.r.i32()?));
-            f.tags()?;
-        }
-        f.tags()?;
-        topics.push((name, parts));
-    }
+    let topics = f.per_topic(part_len, |f| {
+        let partition = f.r.i32()?;
+        let current = if version >= 2 { f.r.i32()? } else { -1 };
+        Ok((partition, current, f.r.i32()?))
+    })?;
     f.tags()?;
     f.r.expect_end()?;
     Ok(LeaderEpochRequest { topics })

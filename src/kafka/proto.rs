@@ -74,6 +74,29 @@ impl<'a> Fields<'a> {
     pub fn nullable_array_of(&mut self, classic: usize, compact: usize) -> DecodeResult<Option<usize>> {
         self.nullable_array_len(if self.flexible { compact } else { classic })
     }
+    /// An array of topics by name, each with an array of per-partition
+    /// entries of at least `partition_min` bytes (tagged fields included)
+    /// read by `partition`: the shape of most partition-level requests.
+    pub fn per_topic<T>(
+        &mut self,
+        partition_min: usize,
+        mut partition: impl FnMut(&mut Self) -> DecodeResult<T>,
+    ) -> DecodeResult<PerTopic<T>> {
+        let n = self.array_len(self.min_string() + self.min_array() + self.min_tags())?;
+        let mut topics = Vec::with_capacity(n);
+        for _ in 0..n {
+            let name = self.string()?;
+            let m = self.array_len(partition_min)?;
+            let mut parts = Vec::with_capacity(m);
+            for _ in 0..m {
+                parts.push(partition(self)?);
+                self.tags()?;
+            }
+            self.tags()?;
+            topics.push((name, parts));
+        }
+        Ok(topics)
+    }
     /// Bytes that share the frame; `None` for null.
     pub fn nullable_bytes(&mut self) -> DecodeResult<Option<Bytes>> {
         if !self.flexible {
@@ -349,21 +372,11 @@ pub fn decode_list_offsets(r: &mut Reader, version: i16) -> DecodeResult<ListOff
     let _replica_id = f.r.i32()?;
     let isolation_level = if version >= 2 { f.r.i8()? } else { 0 };
     let part_len = 4 + 8 + if version >= 4 { 4 } else { 0 } + f.min_tags();
-    let n = f.array_len(f.min_string() + f.min_array() + f.min_tags())?;
-    let mut topics = Vec::with_capacity(n);
-    for _ in 0..n {
-        let name = f.string()?;
-        let m = f.array_len(part_len)?;
-        let mut parts = Vec::with_capacity(m);
-        for _ in 0..m {
-            let partition = f.r.i32()?;
-            let epoch = if version >= 4 { f.r.i32()? } else { -1 };
-            parts.push((partition, epoch, f.r.i64()?));
-            f.tags()?;
-        }
-        f.tags()?;
-        topics.push((name, parts));
-    }
+    let topics = f.per_topic(part_len, |f| {
+        let partition = f.r.i32()?;
+        let epoch = if version >= 4 { f.r.i32()? } else { -1 };
+        Ok((partition, epoch, f.r.i64()?))
+    })?;
     if version >= 10 {
         let _timeout_ms = f.r.i32()?;
     }
