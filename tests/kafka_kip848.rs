@@ -214,12 +214,9 @@ fn all_values(members: &[&MemberProc]) -> Vec<String> {
     members.iter().flat_map(|m| m.values()).collect()
 }
 
-/// Ignored until Metadata v10+ (topic ids) is advertised: librdkafka maps
-/// the assignment's topic ids to names through Metadata, and with v8 it
-/// logs "Metadata not found for the assigned topic id" and consumes
-/// nothing. Run with `--ignored` once Metadata v10+ is in.
+/// librdkafka names the assigned partitions by topic id and resolves them
+/// through Metadata (v10+ carries the ids).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[ignore = "needs Metadata v10+ with topic ids (librdkafka resolves assigned topic ids through it)"]
 async fn kip848_members_split_rebalance_commit_and_resume() {
     if !confluent_installed() {
         return;
