@@ -30,8 +30,9 @@ pub trait Tokens: Send + Sync + 'static {
     /// Issue a token; the answer holds its secret, shown this once.
     async fn create_token(&self, req: NewToken) -> ApiResult<IssuedToken>;
 
-    /// Every unrevoked token, without secrets.
-    fn list_tokens(&self) -> Vec<TokenInfo>;
+    /// Every unrevoked token, without secrets (`forbidden` for a caller
+    /// who may not see them).
+    fn list_tokens(&self) -> ApiResult<Vec<TokenInfo>>;
 
     /// Revoke a token (`token_not_found` if there is none with that id).
     async fn revoke_token(&self, id: &str) -> ApiResult<()>;

@@ -23,8 +23,8 @@ pub async fn create(State(state): State<Shared>, body: Result<Bytes, BytesReject
 }
 
 /// `GET /v1/tokens` → `200 {"tokens": [{"id", "name", "scopes", "created_at", "expires_at", "expired"}]}`.
-pub async fn list(State(state): State<Shared>) -> impl IntoResponse {
-    Json(json!({ "tokens": state.engine.tokens.list_tokens() }))
+pub async fn list(State(state): State<Shared>) -> HttpResult<impl IntoResponse> {
+    Ok(Json(json!({ "tokens": state.engine.tokens.list_tokens()? })))
 }
 
 /// `DELETE /v1/tokens/{id}` → 204, or 404 `token_not_found`.

@@ -31,6 +31,7 @@ pub fn is_acl_api(key: i16) -> bool {
 /// Kafka error codes of these APIs.
 pub mod acl_code {
     pub const SECURITY_DISABLED: i16 = 54;
+    pub const CLUSTER_AUTHORIZATION_FAILED: i16 = 31;
     pub const INVALID_REQUEST: i16 = super::super::code::INVALID_REQUEST;
 }
 
@@ -78,6 +79,9 @@ pub const IMMUTABLE: &str =
     "ACLs are the scopes of Sluice tokens; issue or revoke a token over HTTP: POST /v1/tokens, DELETE /v1/tokens/<id>";
 
 const NO_AUTHORIZER: &str = "security is disabled (--auth off): there are no ACLs";
+/// Kafka asks for DESCRIBE (listing) or ALTER (changing) on the cluster;
+/// here both are `admin` on `*`, which also lists every token.
+const NOT_ADMIN: &str = "the ACL APIs need a token with admin on \"*\"";
 
 fn flexible(version: i16) -> bool {
     version >= 2
@@ -389,18 +393,21 @@ pub(super) fn request(engine: &Services, key: i16, version: i16, r: &mut Reader,
             if !auth {
                 return encode_describe_acls(w, version, Some((acl_code::SECURITY_DISABLED, NO_AUTHORIZER)), &[]);
             }
-            let view: Vec<AclBinding> = acl_view(&engine.tokens.list_tokens())
-                .into_iter()
-                .filter(|b| f.matches(b))
-                .collect();
+            let Ok(tokens) = engine.tokens.list_tokens() else {
+                let refused = Some((acl_code::CLUSTER_AUTHORIZATION_FAILED, NOT_ADMIN));
+                return encode_describe_acls(w, version, refused, &[]);
+            };
+            let view: Vec<AclBinding> = acl_view(&tokens).into_iter().filter(|b| f.matches(b)).collect();
             encode_describe_acls(w, version, None, &view)
         }
         CREATE_ACLS => {
             let creations = decode_create_acls(r, version)?;
-            let (code, message) = if auth {
-                (acl_code::INVALID_REQUEST, IMMUTABLE)
-            } else {
+            let (code, message) = if !auth {
                 (acl_code::SECURITY_DISABLED, NO_AUTHORIZER)
+            } else if engine.tokens.list_tokens().is_err() {
+                (acl_code::CLUSTER_AUTHORIZATION_FAILED, NOT_ADMIN)
+            } else {
+                (acl_code::INVALID_REQUEST, IMMUTABLE)
             };
             let results: Vec<_> = creations.iter().map(|_| (code, Some(message.to_string()))).collect();
             encode_create_acls(w, version, &results)
@@ -408,26 +415,26 @@ pub(super) fn request(engine: &Services, key: i16, version: i16, r: &mut Reader,
         DELETE_ACLS => {
             let filters = decode_delete_acls(r, version)?;
             let view = if auth {
-                acl_view(&engine.tokens.list_tokens())
+                engine.tokens.list_tokens().map(|t| acl_view(&t))
             } else {
-                Vec::new()
+                Ok(Vec::new())
             };
             let results: Vec<FilterResult> = filters
                 .iter()
                 .map(|f| {
+                    let fail = |error_code, message: &str| FilterResult {
+                        error_code,
+                        error_message: Some(message.into()),
+                        deleted: Vec::new(),
+                    };
+                    let Ok(view) = &view else {
+                        return fail(acl_code::CLUSTER_AUTHORIZATION_FAILED, NOT_ADMIN);
+                    };
                     if !auth {
-                        FilterResult {
-                            error_code: acl_code::SECURITY_DISABLED,
-                            error_message: Some(NO_AUTHORIZER.into()),
-                            deleted: Vec::new(),
-                        }
+                        fail(acl_code::SECURITY_DISABLED, NO_AUTHORIZER)
                     } else if view.iter().any(|b| f.matches(b)) {
                         // Something matches, and it cannot be deleted.
-                        FilterResult {
-                            error_code: acl_code::INVALID_REQUEST,
-                            error_message: Some(IMMUTABLE.into()),
-                            deleted: Vec::new(),
-                        }
+                        fail(acl_code::INVALID_REQUEST, IMMUTABLE)
                     } else {
                         // Nothing matches: nothing to delete, as Kafka answers.
                         FilterResult::default()

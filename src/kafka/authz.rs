@@ -17,7 +17,7 @@
 //! | group offsets | offset_groups | nothing |
 //! | group state | group_state(s), put_group_state, delete_group_state | nothing (membership is not scoped) |
 //! | producer ids | init_producer_id | nothing |
-//! | tokens | create_token, revoke_token, list_tokens (empty otherwise), scram_users | cluster admin |
+//! | tokens | create_token, revoke_token, list_tokens, scram_users | cluster admin |
 //! | tokens | auth_required, authenticate, scram_credential, authenticate_id | nothing |
 //! | cluster | transfer, drain | cluster admin |
 //! | cluster | ready, nodes, live_reads_ended, sync_metadata, catch_up_to | nothing |
@@ -291,12 +291,9 @@ impl Tokens for Scoped<dyn Tokens> {
         self.need_cluster_admin()?;
         self.inner.create_token(req).await
     }
-    fn list_tokens(&self) -> Vec<TokenInfo> {
-        if self.principal.is_cluster_admin() {
-            self.inner.list_tokens()
-        } else {
-            Vec::new()
-        }
+    fn list_tokens(&self) -> ApiResult<Vec<TokenInfo>> {
+        self.need_cluster_admin()?;
+        self.inner.list_tokens()
     }
     async fn revoke_token(&self, id: &str) -> ApiResult<()> {
         self.need_cluster_admin()?;
@@ -464,7 +461,7 @@ mod tests {
         assert!(forbidden(s.cluster.transfer("mine", 0, "n2").await));
         assert!(forbidden(s.cluster.drain("n1").await));
         assert!(forbidden(s.tokens.revoke_token("t1").await));
-        assert!(s.tokens.list_tokens().is_empty());
+        assert!(forbidden(s.tokens.list_tokens()));
         assert!(node.cluster.is_peer(crate::http::tests::fake::PEER));
         assert!(!s.cluster.is_peer(crate::http::tests::fake::PEER));
         // Status passes through.

@@ -482,8 +482,8 @@ impl Tokens for FakeEngine {
         Err(unsupported("tokens"))
     }
 
-    fn list_tokens(&self) -> Vec<TokenInfo> {
-        Vec::new()
+    fn list_tokens(&self) -> ApiResult<Vec<TokenInfo>> {
+        Ok(Vec::new())
     }
 
     async fn revoke_token(&self, _id: &str) -> ApiResult<()> {

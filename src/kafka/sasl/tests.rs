@@ -60,8 +60,8 @@ impl Tokens for Table {
     async fn create_token(&self, _req: NewToken) -> crate::api::ApiResult<IssuedToken> {
         unimplemented!()
     }
-    fn list_tokens(&self) -> Vec<TokenInfo> {
-        Vec::new()
+    fn list_tokens(&self) -> crate::api::ApiResult<Vec<TokenInfo>> {
+        Ok(Vec::new())
     }
     async fn revoke_token(&self, id: &str) -> crate::api::ApiResult<()> {
         self.tokens.lock().unwrap().remove(id);

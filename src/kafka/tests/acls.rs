@@ -323,8 +323,8 @@ impl Tokens for Issued {
     async fn create_token(&self, _req: NewToken) -> ApiResult<IssuedToken> {
         Err(ApiError::new(ErrorCode::Forbidden, "fixed"))
     }
-    fn list_tokens(&self) -> Vec<TokenInfo> {
-        self.0.clone()
+    fn list_tokens(&self) -> ApiResult<Vec<TokenInfo>> {
+        Ok(self.0.clone())
     }
     async fn revoke_token(&self, _id: &str) -> ApiResult<()> {
         Err(ApiError::new(ErrorCode::Forbidden, "fixed"))
@@ -377,5 +377,38 @@ async fn with_auth_on_describe_lists_the_token_view_and_create_and_delete_are_re
             "a filter matching nothing deletes nothing"
         );
         assert!(r.filter_results.iter().all(|f| f.matching_acls.is_empty()));
+    }
+}
+
+#[tokio::test]
+async fn with_auth_on_a_token_without_cluster_admin_is_refused_by_every_acl_api() {
+    let node = node().await;
+    let mut s = node.services();
+    s.tokens = Arc::new(Issued(tokens()));
+    let principal = Principal {
+        id: "t1".into(),
+        scopes: vec![Scope::new("logs.*", &[Op::Read, Op::Write, Op::Admin])],
+    };
+    let s = crate::kafka::authz::scoped(&s, Arc::new(principal));
+    for v in versions_of(DESCRIBE_ACLS) {
+        let req = describe_req(None, pattern::ANY, None, operation::ANY).with_resource_type_filter(resource_type::ANY);
+        let r: km::DescribeAclsResponse = answer(&s, DESCRIBE_ACLS, v, &enc(&req, v)).await;
+        assert_eq!(r.error_code, acl_code::CLUSTER_AUTHORIZATION_FAILED, "v{v}");
+        assert!(r.resources.is_empty());
+
+        let body = enc(&km::CreateAclsRequest::default().with_creations(vec![creation()]), v);
+        let r: km::CreateAclsResponse = answer(&s, CREATE_ACLS, v, &body).await;
+        assert_eq!(r.results[0].error_code, acl_code::CLUSTER_AUTHORIZATION_FAILED, "v{v}");
+
+        let body = enc(
+            &km::DeleteAclsRequest::default().with_filters(vec![delete_filter(Some("none"))]),
+            v,
+        );
+        let r: km::DeleteAclsResponse = answer(&s, DELETE_ACLS, v, &body).await;
+        assert_eq!(
+            r.filter_results[0].error_code,
+            acl_code::CLUSTER_AUTHORIZATION_FAILED,
+            "v{v}"
+        );
     }
 }

@@ -105,14 +105,15 @@ impl Tokens for Node {
         }
     }
 
-    fn list_tokens(&self) -> Vec<crate::auth::TokenInfo> {
+    fn list_tokens(&self) -> ApiResult<Vec<crate::auth::TokenInfo>> {
         let now = self.auth.now_ms();
-        self.meta
+        Ok(self
+            .meta
             .view()
             .tokens
             .values()
             .map(|r| crate::auth::TokenInfo::of(r, now))
-            .collect()
+            .collect())
     }
 
     async fn revoke_token(&self, id: &str) -> ApiResult<()> {
