@@ -266,6 +266,28 @@ pub fn validate_offset_commit(
         .map(|(c, _)| c)
 }
 
+/// The classic coordinator's OffsetFetch hook: `Some(code)` when `group`
+/// is a consumer group (Kafka's `ConsumerGroup.validateOffsetFetch`: no
+/// member id and no epoch is an admin's fetch; otherwise the member must
+/// exist at `member_epoch`, else `UNKNOWN_MEMBER_ID` or
+/// `STALE_MEMBER_EPOCH`); `None` for a classic group.
+pub fn validate_offset_fetch(
+    engine: &Services,
+    groups: &Groups,
+    group: &str,
+    member_id: Option<&str>,
+    member_epoch: i32,
+) -> Option<i16> {
+    groups
+        .consumer
+        .with_group(group, false, Instant::now(), loader(engine, group), |g| {
+            (g.validate_offset_fetch(member_id, member_epoch), false)
+        })
+        .ok()
+        .flatten()
+        .map(|(c, _)| c)
+}
+
 /// The classic coordinator's JoinGroup hook: a consumer group with members
 /// refuses classic members (`INCONSISTENT_GROUP_PROTOCOL`: classic members
 /// inside a consumer group are not supported); an empty one is forgotten

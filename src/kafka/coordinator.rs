@@ -172,7 +172,11 @@ pub(super) async fn group_request(
         }
         OFFSET_FETCH => {
             let req = decode_offset_fetch(r, version)?;
-            let answers: Vec<FetchedGroup> = req.groups.into_iter().map(|g| offset_fetch(engine, g)).collect();
+            let answers: Vec<FetchedGroup> = req
+                .groups
+                .into_iter()
+                .map(|g| offset_fetch(engine, groups, g))
+                .collect();
             encode_offset_fetch(w, version, &answers)?;
         }
         LIST_GROUPS => {
@@ -382,14 +386,29 @@ async fn offset_commit(
     out
 }
 
-fn offset_fetch(engine: &Services, req: OffsetFetchGroup) -> FetchedGroup {
+fn offset_fetch(engine: &Services, groups: &Groups, req: OffsetFetchGroup) -> FetchedGroup {
     let group = req.group_id.clone();
-    let (e, topics) = offset_fetch_one(engine, req);
+    let (e, topics) = offset_fetch_one(engine, groups, req);
     (group, e, topics)
 }
 
-fn offset_fetch_one(engine: &Services, req: OffsetFetchGroup) -> (i16, Vec<(String, Vec<FetchedOffset>)>) {
-    if let Err(e) = check_coordinator(engine, &req.group_id) {
+fn offset_fetch_one(
+    engine: &Services,
+    groups: &Groups,
+    req: OffsetFetchGroup,
+) -> (i16, Vec<(String, Vec<FetchedOffset>)>) {
+    let refused = check_coordinator(engine, &req.group_id).err().or_else(|| {
+        // A member of a KIP-848 consumer group (v9+) asks at its epoch.
+        super::consumer_coordinator::validate_offset_fetch(
+            engine,
+            groups,
+            &req.group_id,
+            req.member_id.as_deref(),
+            req.member_epoch,
+        )
+        .filter(|&c| c != code::NONE)
+    });
+    if let Some(e) = refused {
         let topics = req
             .topics
             .unwrap_or_default()

@@ -11,6 +11,7 @@ use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::{
     offset_commit_request, ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse, JoinGroupRequest, JoinGroupResponse, OffsetCommitRequest, OffsetCommitResponse,
+    OffsetFetchRequest, OffsetFetchResponse,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use std::sync::Arc;
@@ -85,6 +86,16 @@ fn join_req(member: &str) -> ConsumerGroupHeartbeatRequest {
         .with_topic_partitions(Some(vec![]))
 }
 
+/// OffsetFetch v9 of group `g`'s committed offsets by `member` at `epoch`.
+fn fetch_req(member: Option<&str>, epoch: i32) -> OffsetFetchRequest {
+    use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestGroup;
+    OffsetFetchRequest::default().with_groups(vec![OffsetFetchRequestGroup::default()
+        .with_group_id(sb("g").into())
+        .with_member_id(member.map(sb))
+        .with_member_epoch(epoch)
+        .with_topics(None)])
+}
+
 fn commit_req(member: &str, epoch: i32) -> OffsetCommitRequest {
     OffsetCommitRequest::default()
         .with_group_id(sb("g").into())
@@ -148,6 +159,24 @@ async fn heartbeats_assign_by_topic_id_and_commits_check_the_member_epoch() {
     assert_eq!(stale.topics[0].partitions[0].error_code, code::STALE_MEMBER_EPOCH);
     let unknown: OffsetCommitResponse = call(&engine, &groups, 8, 7, frame(8, 7, &commit_req("zz", 1))).await;
     assert_eq!(unknown.topics[0].partitions[0].error_code, code::UNKNOWN_MEMBER_ID);
+    // Fetches (v9) too; no member and no epoch is an admin's fetch.
+    for (m, e, want) in [
+        (Some(member.as_str()), 1, 0),
+        (Some(member.as_str()), 0, code::STALE_MEMBER_EPOCH),
+        (Some("zz"), 1, code::UNKNOWN_MEMBER_ID),
+        (None, -1, 0),
+    ] {
+        let r: OffsetFetchResponse = call(&engine, &groups, 9, 9, frame(9, 9, &fetch_req(m, e))).await;
+        assert_eq!(r.groups[0].error_code, want, "{m:?} at {e}");
+        if want == 0 {
+            let offsets: Vec<_> = r.groups[0]
+                .topics
+                .iter()
+                .flat_map(|t| t.partitions.iter().map(|p| p.committed_offset))
+                .collect();
+            assert!(!offsets.is_empty(), "the member's commit is there: {r:?}");
+        }
+    }
 
     // A new coordinator (nothing in memory) loads the group from its
     // record in the metadata log: the member carries on at its epoch.
