@@ -266,6 +266,12 @@ pub fn validate_offset_commit(
         .map(|(c, _)| c)
 }
 
+/// Hold `group` in memory if its record in the log is a consumer group's
+/// (a coordinator that took over lists and serves it as it was).
+pub fn load_group(engine: &Services, groups: &Groups, group: &str) {
+    let _ = groups.consumer.describe(group, Instant::now(), loader(engine, group));
+}
+
 /// The classic coordinator's OffsetFetch hook: `Some(code)` when `group`
 /// is a consumer group (Kafka's `ConsumerGroup.validateOffsetFetch`: no
 /// member id and no epoch is an admin's fetch; otherwise the member must

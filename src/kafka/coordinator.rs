@@ -538,6 +538,19 @@ fn describe(engine: &Services, groups: &Groups, group: String, version: i16, inc
 /// does (case-insensitively).
 fn list_groups(engine: &Services, groups: &Groups, req: &ListGroupsRequest) -> Vec<ListedGroup> {
     let me = engine.cluster.ready().node_id;
+    let mine = |g: &str| coordinator_of(engine, g).is_some_and(|(id, _)| id == me);
+    // Groups this node coordinates whose record it has not read yet (it
+    // took them over after a failover, and no member has called since):
+    // listed as their record has them, not as Empty.
+    for g in engine.group_offsets.group_states() {
+        if mine(&g) {
+            match engine.group_offsets.group_state(&g).map(|s| s.kind) {
+                Some(k) if k == groups::record::KIND => load(engine, groups, &g),
+                Some(_) => super::consumer_coordinator::load_group(engine, groups, &g),
+                None => {}
+            }
+        }
+    }
     let mut list: Vec<ListedGroup> = groups
         .list()
         .into_iter()
@@ -565,8 +578,7 @@ fn list_groups(engine: &Services, groups: &Groups, req: &ListGroupsRequest) -> V
         });
     }
     for g in engine.group_offsets.offset_groups() {
-        let mine = coordinator_of(engine, &g).is_some_and(|(id, _)| id == me);
-        if mine && !list.iter().any(|l| l.group_id == g) {
+        if mine(&g) && !list.iter().any(|l| l.group_id == g) {
             list.push(ListedGroup {
                 group_id: g,
                 protocol_type: "consumer".into(),

@@ -10,8 +10,8 @@ use crate::node::{Backends, Node};
 use bytes::{Bytes, BytesMut};
 use kafka_protocol::messages::{
     offset_commit_request, ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatResponse, JoinGroupRequest, JoinGroupResponse, OffsetCommitRequest, OffsetCommitResponse,
-    OffsetFetchRequest, OffsetFetchResponse,
+    ConsumerGroupHeartbeatResponse, JoinGroupRequest, JoinGroupResponse, ListGroupsRequest, ListGroupsResponse,
+    OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use std::sync::Arc;
@@ -177,6 +177,19 @@ async fn heartbeats_assign_by_topic_id_and_commits_check_the_member_epoch() {
             assert!(!offsets.is_empty(), "the member's commit is there: {r:?}");
         }
     }
+
+    // A new coordinator (nothing in memory) lists the group as its record
+    // has it, before any member calls.
+    let listing = Groups::new();
+    let r: ListGroupsResponse = call(&engine, &listing, 16, 5, frame(16, 5, &ListGroupsRequest::default())).await;
+    let listed: Vec<_> = r
+        .groups
+        .iter()
+        .map(|g| (g.group_id.as_str(), g.group_type.as_str(), g.group_state.as_str()))
+        .collect();
+    assert_eq!(listed.len(), 1, "{r:?}");
+    assert_eq!((listed[0].0, listed[0].1), ("g", "consumer"), "{r:?}");
+    assert_ne!(listed[0].2, "Empty", "two members: {r:?}");
 
     // A new coordinator (nothing in memory) loads the group from its
     // record in the metadata log: the member carries on at its epoch.
