@@ -7,90 +7,18 @@
 mod support;
 
 use serde_json::{json, Value};
-use sluice::node::Node;
-use std::path::PathBuf;
-use std::process::Stdio;
-use std::sync::Arc;
 use std::time::Duration;
-use support::{config, memory_backends};
+use support::http::bearer_client;
+use support::kafka::{python, python_module_installed, repo, start_secured, Secured};
 
 const ADMIN: &str = "kafka-test-admin-secret-0123456789";
 
-fn repo(path: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(path)
-}
-
-fn python() -> tokio::process::Command {
-    let mut cmd = tokio::process::Command::new("python3");
-    cmd.env("PYTHONPATH", repo(".services/python"));
-    cmd
-}
-
-fn confluent_installed() -> bool {
-    let ok = std::process::Command::new("python3")
-        .env("PYTHONPATH", repo(".services/python"))
-        .args(["-c", "import confluent_kafka"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        if std::env::var_os("CI").is_some() {
-            panic!("confluent-kafka is missing but CI is set: run scripts/services.sh install");
-        }
-        eprintln!("skipping: confluent-kafka is missing (scripts/services.sh install installs it)");
-    }
-    ok
-}
-
-struct Secured {
-    _node: Arc<Node>,
-    url: String,
-    kafka: String,
-    _admin_file: tempfile::NamedTempFile,
-    _stop: tokio::sync::watch::Sender<bool>,
+fn admin() -> reqwest::Client {
+    bearer_client(ADMIN)
 }
 
 async fn start() -> Secured {
-    let admin_file = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(admin_file.path(), ADMIN).unwrap();
-    let kafka_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let kafka = kafka_listener.local_addr().unwrap().to_string();
-    let http = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let http_addr = http.local_addr().unwrap().to_string();
-    let path = admin_file.path().to_str().unwrap().to_string();
-    let flags = [
-        "--advertised-kafka-addr",
-        &kafka,
-        "--advertised-http-addr",
-        &http_addr,
-        "--auth",
-        "on",
-        "--admin-token-file",
-        &path,
-    ];
-    let node = Node::start_with(config("n1", &flags), memory_backends()).await.unwrap();
-    let app = sluice::http::router(node.clone());
-    tokio::spawn(async move { axum::serve(http, app).await.unwrap() });
-    let (stop, stop_rx) = tokio::sync::watch::channel(false);
-    let opts = sluice::kafka::Options::from_config(&node.config);
-    tokio::spawn(sluice::kafka::serve(node.clone(), kafka_listener, opts, stop_rx));
-    Secured {
-        _node: node,
-        url: format!("http://{http_addr}"),
-        kafka,
-        _admin_file: admin_file,
-        _stop: stop,
-    }
-}
-
-fn admin() -> reqwest::Client {
-    let mut h = reqwest::header::HeaderMap::new();
-    h.insert(
-        reqwest::header::AUTHORIZATION,
-        reqwest::header::HeaderValue::from_str(&format!("Bearer {ADMIN}")).unwrap(),
-    );
-    reqwest::Client::builder().default_headers(h).build().unwrap()
+    start_secured(ADMIN).await
 }
 
 /// Runs the driver; its one JSON line.
@@ -116,7 +44,7 @@ async fn run(mode: &str, kafka: &str, topic: &str, protocol: &str, password: &st
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn librdkafka_with_sasl_plain_is_admitted_only_with_a_valid_token_and_only_to_its_topics() {
-    if !confluent_installed() {
+    if !python_module_installed("confluent_kafka") {
         return;
     }
     let s = start().await;

@@ -11,85 +11,20 @@ mod support;
 
 use serde_json::{json, Value};
 use sluice::auth::scram::{client_final, Mechanism};
-use sluice::node::Node;
-use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::Arc;
 use std::time::Duration;
-use support::{config, memory_backends};
+use support::http::bearer_client;
+use support::kafka::{python, python_module_installed, repo, start_secured, Secured};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const ADMIN: &str = "kafka-scram-admin-secret-0123456789";
 
-fn repo(path: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(path)
-}
-
-fn installed(module: &str) -> bool {
-    let ok = std::process::Command::new("python3")
-        .env("PYTHONPATH", repo(".services/python"))
-        .args(["-c", &format!("import {module}")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        if std::env::var_os("CI").is_some() {
-            panic!("{module} is missing but CI is set: run scripts/services.sh install");
-        }
-        eprintln!("skipping: {module} is missing (scripts/services.sh install installs it)");
-    }
-    ok
-}
-
-struct Secured {
-    _node: Arc<Node>,
-    url: String,
-    kafka: String,
-    _admin_file: tempfile::NamedTempFile,
-    _stop: tokio::sync::watch::Sender<bool>,
+fn admin() -> reqwest::Client {
+    bearer_client(ADMIN)
 }
 
 async fn start() -> Secured {
-    let admin_file = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(admin_file.path(), ADMIN).unwrap();
-    let kafka_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let kafka = kafka_listener.local_addr().unwrap().to_string();
-    let http = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let http_addr = http.local_addr().unwrap().to_string();
-    let path = admin_file.path().to_str().unwrap().to_string();
-    let flags = [
-        "--advertised-kafka-addr",
-        &kafka,
-        "--advertised-http-addr",
-        &http_addr,
-        "--auth",
-        "on",
-        "--admin-token-file",
-        &path,
-    ];
-    let node = Node::start_with(config("n1", &flags), memory_backends()).await.unwrap();
-    let app = sluice::http::router(node.clone());
-    tokio::spawn(async move { axum::serve(http, app).await.unwrap() });
-    let (stop, stop_rx) = tokio::sync::watch::channel(false);
-    let opts = sluice::kafka::Options::from_config(&node.config);
-    tokio::spawn(sluice::kafka::serve(node.clone(), kafka_listener, opts, stop_rx));
-    Secured {
-        _node: node,
-        url: format!("http://{http_addr}"),
-        kafka,
-        _admin_file: admin_file,
-        _stop: stop,
-    }
-}
-
-fn admin() -> reqwest::Client {
-    let mut h = reqwest::header::HeaderMap::new();
-    h.insert(
-        reqwest::header::AUTHORIZATION,
-        reqwest::header::HeaderValue::from_str(&format!("Bearer {ADMIN}")).unwrap(),
-    );
-    reqwest::Client::builder().default_headers(h).build().unwrap()
+    start_secured(ADMIN).await
 }
 
 async fn create_topic(s: &Secured, topic: &str) {
@@ -135,8 +70,7 @@ async fn records_in(s: &Secured, topic: &str) -> usize {
 
 /// Runs the driver; its one JSON line.
 async fn run(lib: &str, mode: &str, s: &Secured, topic: &str, mechanism: &str, user: &str, password: &str) -> Value {
-    let out = tokio::process::Command::new("python3")
-        .env("PYTHONPATH", repo(".services/python"))
+    let out = python()
         .arg(repo("tests/kafka/scram_client.py"))
         .args([lib, mode, &s.kafka, topic, mechanism])
         .env("SASL_USERNAME", user)
@@ -185,14 +119,14 @@ async fn clients_log_in_with_scram(lib: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn librdkafka_logs_in_with_scram_sha_256_and_512_and_a_wrong_password_is_refused() {
-    if installed("confluent_kafka") {
+    if python_module_installed("confluent_kafka") {
         clients_log_in_with_scram("confluent").await;
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kafka_python_logs_in_with_scram_sha_256_and_512_and_a_wrong_password_is_refused() {
-    if installed("kafka") {
+    if python_module_installed("kafka") {
         clients_log_in_with_scram("kafka-python").await;
     }
 }

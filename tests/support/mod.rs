@@ -97,6 +97,7 @@ pub async fn eventually(timeout: Duration, mut f: impl FnMut() -> bool) -> bool 
 
 pub mod history;
 pub mod http;
+pub mod kafka;
 pub mod process;
 pub mod proxy;
 pub mod rss;
