@@ -20,69 +20,12 @@ mod support;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use sluice::node::Node;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::Arc;
 use std::time::Duration;
-use support::{config, eventually, memory_backends};
+use support::kafka::Cluster;
 use tokio::io::AsyncWriteExt;
-
-/// Two nodes sharing stores; clients bootstrap from `kafkas[0]`.
-struct Cluster {
-    nodes: Vec<Arc<Node>>,
-    urls: Vec<String>,
-    kafkas: Vec<String>,
-    _stop: tokio::sync::watch::Sender<bool>,
-}
-
-impl Cluster {
-    async fn start() -> Cluster {
-        let backends = memory_backends();
-        let (stop, stop_rx) = tokio::sync::watch::channel(false);
-        let mut c = Cluster {
-            nodes: Vec::new(),
-            urls: Vec::new(),
-            kafkas: Vec::new(),
-            _stop: stop,
-        };
-        for id in ["n1", "n2"] {
-            let kafka_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let kafka = kafka_listener.local_addr().unwrap().to_string();
-            let http = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let http_addr = http.local_addr().unwrap().to_string();
-            let flags = ["--advertised-kafka-addr", &kafka, "--advertised-http-addr", &http_addr];
-            let node = Node::start_with(config(id, &flags), backends.clone()).await.unwrap();
-            let app = sluice::http::router(node.clone());
-            tokio::spawn(async move { axum::serve(http, app).await.unwrap() });
-            let opts = sluice::kafka::Options::from_config(&node.config);
-            tokio::spawn(sluice::kafka::serve(
-                node.clone(),
-                kafka_listener,
-                opts,
-                stop_rx.clone(),
-            ));
-            c.nodes.push(node);
-            c.urls.push(format!("http://{http_addr}"));
-            c.kafkas.push(kafka);
-        }
-        // Both nodes see both live before any topic exists, so placement
-        // spreads partitions and Metadata lists both brokers.
-        let both = eventually(Duration::from_secs(10), || {
-            c.nodes
-                .iter()
-                .all(|n| n.meta.view().nodes.values().filter(|r| !r.fenced).count() == 2)
-        })
-        .await;
-        assert!(both, "the nodes did not see each other");
-        c
-    }
-
-    fn bootstrap(&self) -> &str {
-        &self.kafkas[0]
-    }
-}
 
 /// Creates `topic` over HTTP, waits until every node sees every partition
 /// open and returns each partition's owner.

@@ -8,62 +8,12 @@
 mod support;
 
 use serde_json::{json, Value};
-use sluice::node::Node;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
-use support::{config, eventually, memory_backends};
+use support::kafka::{repo, Cluster};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
-
-struct Cluster {
-    nodes: Vec<Arc<Node>>,
-    urls: Vec<String>,
-    kafkas: Vec<String>,
-    _stop: tokio::sync::watch::Sender<bool>,
-}
-
-impl Cluster {
-    async fn start() -> Cluster {
-        let backends = memory_backends();
-        let (stop, stop_rx) = tokio::sync::watch::channel(false);
-        let mut c = Cluster {
-            nodes: Vec::new(),
-            urls: Vec::new(),
-            kafkas: Vec::new(),
-            _stop: stop,
-        };
-        for id in ["n1", "n2"] {
-            let kafka_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let kafka = kafka_listener.local_addr().unwrap().to_string();
-            let http = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let http_addr = http.local_addr().unwrap().to_string();
-            let flags = ["--advertised-kafka-addr", &kafka, "--advertised-http-addr", &http_addr];
-            let node = Node::start_with(config(id, &flags), backends.clone()).await.unwrap();
-            let app = sluice::http::router(node.clone());
-            tokio::spawn(async move { axum::serve(http, app).await.unwrap() });
-            let opts = sluice::kafka::Options::from_config(&node.config);
-            tokio::spawn(sluice::kafka::serve(
-                node.clone(),
-                kafka_listener,
-                opts,
-                stop_rx.clone(),
-            ));
-            c.nodes.push(node);
-            c.urls.push(format!("http://{http_addr}"));
-            c.kafkas.push(kafka);
-        }
-        let both = eventually(Duration::from_secs(10), || {
-            c.nodes
-                .iter()
-                .all(|n| n.meta.view().nodes.values().filter(|r| !r.fenced).count() == 2)
-        })
-        .await;
-        assert!(both, "the nodes did not see each other");
-        c
-    }
-}
 
 async fn create(c: &Cluster, topic: &str, partitions: u32) {
     let client = reqwest::Client::new();
@@ -98,10 +48,6 @@ async fn append(c: &Cluster, topic: &str, tag: &str, n: usize, partitions: u32) 
         .unwrap();
     assert!(r["offsets"].is_array(), "append failed: {r}");
     values
-}
-
-fn repo(path: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(path)
 }
 
 fn confluent_installed() -> bool {

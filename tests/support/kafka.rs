@@ -1,12 +1,78 @@
 //! What the Kafka client tests share: the repository's Python clients
-//! (`.services/python`, installed by `scripts/services.sh install`), and a
-//! node with `--auth on` serving HTTP and Kafka on loopback.
+//! (`.services/python`, installed by `scripts/services.sh install`), and
+//! in-process nodes serving HTTP and Kafka on loopback: one with `--auth
+//! on`, or two sharing their stores.
 
-use super::{config, memory_backends};
-use sluice::node::Node;
+use super::{config, eventually, memory_backends};
+use sluice::node::{Backends, Node};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
+use std::time::Duration;
+
+/// Start node `id` on `backends` with HTTP and Kafka listeners on
+/// loopback (their addresses advertised), the Kafka one until `stop`:
+/// (node, HTTP URL, Kafka address).
+pub async fn serve_node(
+    id: &str,
+    extra: &[&str],
+    backends: Backends,
+    stop: tokio::sync::watch::Receiver<bool>,
+) -> (Arc<Node>, String, String) {
+    let kafka_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let kafka = kafka_listener.local_addr().unwrap().to_string();
+    let http = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let http_addr = http.local_addr().unwrap().to_string();
+    let mut flags = vec!["--advertised-kafka-addr", &kafka, "--advertised-http-addr", &http_addr];
+    flags.extend_from_slice(extra);
+    let node = Node::start_with(config(id, &flags), backends).await.unwrap();
+    let app = sluice::http::router(node.clone());
+    tokio::spawn(async move { axum::serve(http, app).await.unwrap() });
+    let opts = sluice::kafka::Options::from_config(&node.config);
+    tokio::spawn(sluice::kafka::serve(node.clone(), kafka_listener, opts, stop));
+    (node, format!("http://{http_addr}"), kafka)
+}
+
+/// Two nodes sharing stores; clients bootstrap from `kafkas[0]`.
+pub struct Cluster {
+    pub nodes: Vec<Arc<Node>>,
+    pub urls: Vec<String>,
+    pub kafkas: Vec<String>,
+    _stop: tokio::sync::watch::Sender<bool>,
+}
+
+impl Cluster {
+    pub async fn start() -> Cluster {
+        let backends = memory_backends();
+        let (stop, stop_rx) = tokio::sync::watch::channel(false);
+        let mut c = Cluster {
+            nodes: Vec::new(),
+            urls: Vec::new(),
+            kafkas: Vec::new(),
+            _stop: stop,
+        };
+        for id in ["n1", "n2"] {
+            let (node, url, kafka) = serve_node(id, &[], backends.clone(), stop_rx.clone()).await;
+            c.nodes.push(node);
+            c.urls.push(url);
+            c.kafkas.push(kafka);
+        }
+        // Both nodes see both live before any topic exists, so placement
+        // spreads partitions and Metadata lists both brokers.
+        let both = eventually(Duration::from_secs(10), || {
+            c.nodes
+                .iter()
+                .all(|n| n.meta.view().nodes.values().filter(|r| !r.fenced).count() == 2)
+        })
+        .await;
+        assert!(both, "the nodes did not see each other");
+        c
+    }
+
+    pub fn bootstrap(&self) -> &str {
+        &self.kafkas[0]
+    }
+}
 
 /// A path in the repository.
 pub fn repo(path: &str) -> PathBuf {
@@ -52,30 +118,13 @@ pub struct Secured {
 pub async fn start_secured(admin_secret: &str) -> Secured {
     let admin_file = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(admin_file.path(), admin_secret).unwrap();
-    let kafka_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let kafka = kafka_listener.local_addr().unwrap().to_string();
-    let http = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let http_addr = http.local_addr().unwrap().to_string();
     let path = admin_file.path().to_str().unwrap().to_string();
-    let flags = [
-        "--advertised-kafka-addr",
-        &kafka,
-        "--advertised-http-addr",
-        &http_addr,
-        "--auth",
-        "on",
-        "--admin-token-file",
-        &path,
-    ];
-    let node = Node::start_with(config("n1", &flags), memory_backends()).await.unwrap();
-    let app = sluice::http::router(node.clone());
-    tokio::spawn(async move { axum::serve(http, app).await.unwrap() });
     let (stop, stop_rx) = tokio::sync::watch::channel(false);
-    let opts = sluice::kafka::Options::from_config(&node.config);
-    tokio::spawn(sluice::kafka::serve(node.clone(), kafka_listener, opts, stop_rx));
+    let flags = ["--auth", "on", "--admin-token-file", &path];
+    let (node, url, kafka) = serve_node("n1", &flags, memory_backends(), stop_rx).await;
     Secured {
         node,
-        url: format!("http://{http_addr}"),
+        url,
         kafka,
         _admin_file: admin_file,
         _stop: stop,
