@@ -14,6 +14,8 @@
 //! | topics | create_topic (incl. auto-create), delete_topic, add_partitions, alter_topic_config | `admin` |
 //! | group offsets | commit_offsets, committed_offsets (filtered) | `read` |
 //! | group offsets | delete_group, authorize_group_delete | `admin` on every topic the group has offsets for |
+//! | group offsets | authorize_offset_delete | `read` on the topic |
+//! | group offsets | delete_offsets | both of the above: the group's, and each named topic's |
 //! | group offsets | offset_groups | nothing |
 //! | group state | group_state(s), put_group_state, delete_group_state | nothing (membership is not scoped) |
 //! | producer ids | init_producer_id | nothing |
@@ -230,6 +232,17 @@ impl GroupOffsets for Scoped<dyn GroupOffsets> {
     async fn delete_group(&self, group: &str) -> ApiResult<()> {
         self.authorize_group_delete(group)?;
         self.inner.delete_group(group).await
+    }
+    fn authorize_offset_delete(&self, group: &str, topic: &str) -> ApiResult<()> {
+        self.need(Op::Read, topic)?;
+        self.inner.authorize_offset_delete(group, topic)
+    }
+    async fn delete_offsets(&self, group: &str, partitions: Vec<(String, u32)>) -> ApiResult<()> {
+        self.authorize_group_delete(group)?;
+        for (topic, _) in &partitions {
+            self.authorize_offset_delete(group, topic)?;
+        }
+        self.inner.delete_offsets(group, partitions).await
     }
     // Membership is not scoped (see the module doc): the coordinator
     // writes what its members' requests changed.
@@ -453,6 +466,15 @@ mod tests {
         // The fake itself refuses commits: the wrapper let this one through.
         let mine = s.group_offsets.commit_offsets("g", vec![offset("mine")]).await;
         assert_eq!(mine.unwrap_err().code, ErrorCode::NotFound);
+        // Deleting offsets needs read on each topic named.
+        assert!(forbidden(s.group_offsets.authorize_offset_delete("g", "theirs")));
+        s.group_offsets.authorize_offset_delete("g", "mine").unwrap();
+        let both = vec![("mine".to_string(), 0), ("theirs".to_string(), 0)];
+        assert!(forbidden(s.group_offsets.delete_offsets("g", both).await));
+        s.group_offsets
+            .delete_offsets("g", vec![("mine".into(), 0)])
+            .await
+            .unwrap();
     }
 
     #[tokio::test]

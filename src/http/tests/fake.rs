@@ -397,6 +397,15 @@ impl GroupOffsets for FakeEngine {
         Err(unsupported("consumer groups"))
     }
 
+    fn authorize_offset_delete(&self, _group: &str, _topic: &str) -> ApiResult<()> {
+        Ok(())
+    }
+
+    /// No group has offsets here: there is nothing to forget.
+    async fn delete_offsets(&self, _group: &str, _partitions: Vec<(String, u32)>) -> ApiResult<()> {
+        Ok(())
+    }
+
     fn group_state(&self, group: &str) -> Option<GroupState> {
         self.group_states.lock().unwrap().get(group).cloned()
     }
