@@ -8,7 +8,7 @@
 //! | capability | call | needs |
 //! | --- | --- | --- |
 //! | records | append, append_batch, append_durable | `write` |
-//! | records | read, read_batches, leader_epoch_end, relay_subscription | `read` |
+//! | records | read, read_batches, leader_epoch_end, relay_subscription, producers | `read` |
 //! | records | delete_before (DeleteRecords) | `admin` |
 //! | topics | describe_topic(_current), partitions(_current), partition_bytes, list_topics (filtered) | any op on the topic |
 //! | topics | create_topic (incl. auto-create), delete_topic, add_partitions, alter_topic_config | `admin` |
@@ -157,6 +157,10 @@ impl Records for Scoped<dyn Records> {
     async fn delete_before(&self, topic: &str, partition: u32, before: Option<Offset>) -> ApiResult<Offset> {
         self.need(Op::Admin, topic)?;
         self.inner.delete_before(topic, partition, before).await
+    }
+    async fn producers(&self, topic: &str, partition: u32) -> ApiResult<Vec<ProducerState>> {
+        self.need(Op::Read, topic)?;
+        self.inner.producers(topic, partition).await
     }
 }
 
@@ -421,6 +425,8 @@ mod tests {
             s.records.read_batches("theirs", 0, Offset(0), 1, Duration::ZERO).await
         ));
         assert!(forbidden(s.records.leader_epoch_end("theirs", 0, StreamEpoch(1)).await));
+        assert!(forbidden(s.records.producers("theirs", 0).await));
+        assert!(s.records.producers("mine", 0).await.unwrap().is_empty());
         let relayed = s.records.relay_subscription("theirs", 0, "/", None).await;
         assert!(matches!(relayed, Some(Err(e)) if e.code == ErrorCode::Forbidden));
         assert!(
