@@ -19,6 +19,7 @@ mod delete_records;
 mod group_codecs;
 mod group_state;
 mod log_dirs;
+mod offset_delete;
 
 const OPTS: Options = Options {
     max_frame_bytes: 1 << 20,
