@@ -23,7 +23,8 @@
 //!   [`group_placement`]: which node coordinates a group; [`offset_delete`]:
 //!   OffsetDelete; `admin`,
 //!   [`admin_proto`]: the admin APIs; [`acls`]: the ACL APIs (token scopes
-//!   shown as ACLs); [`log_dirs`]: DescribeLogDirs; [`delete_records`]: DeleteRecords.
+//!   shown as ACLs); [`log_dirs`]: DescribeLogDirs; [`delete_records`]: DeleteRecords;
+//!   [`describe_producers`]: DescribeProducers.
 //!
 //! Requests are decoded by this module's own bounded decoders
 //! ([`wire::Reader`]): every array count and string length is checked
@@ -40,6 +41,7 @@ pub mod consumer_coordinator;
 pub mod consumer_proto;
 mod coordinator;
 pub mod delete_records;
+pub mod describe_producers;
 mod fetch;
 pub mod fetch_session;
 pub mod framing;
@@ -488,6 +490,7 @@ fn api_name(frame: &[u8]) -> &'static str {
         {
             "admin"
         }
+        Some(describe_producers::DESCRIBE_PRODUCERS) => "admin",
         _ => "other",
     }
 }
@@ -673,6 +676,7 @@ async fn handle_with(
         log_dirs::DESCRIBE_LOG_DIRS => log_dirs::request(engine, version, &mut r, &mut w)?,
         delete_records::DELETE_RECORDS => delete_records::request(engine, version, &mut r, &mut w).await?,
         offset_delete::OFFSET_DELETE => offset_delete::request(engine, groups, version, &mut r, &mut w).await?,
+        describe_producers::DESCRIBE_PRODUCERS => describe_producers::request(engine, version, &mut r, &mut w).await?,
         sasl::SASL_HANDSHAKE => session.handshake(version, &mut r, &mut w)?,
         sasl::SASL_AUTHENTICATE => session.authenticate(engine.tokens.as_ref(), version, &mut r, &mut w)?,
         scram_users::DESCRIBE_USER_SCRAM_CREDENTIALS => {

@@ -16,6 +16,7 @@ mod acls;
 mod admin;
 mod dataplane;
 mod delete_records;
+mod describe_producers;
 mod group_codecs;
 mod group_state;
 mod log_dirs;
