@@ -289,6 +289,7 @@ fn valid_kafka_requests() -> Vec<Vec<u8>> {
     .chain(flexible_admin_requests())
     .chain(flexible_group_requests())
     .chain(flexible_kafka_requests(&batch))
+    .chain(offset_delete_and_producer_requests())
     .collect()
 }
 
@@ -638,6 +639,42 @@ fn flexible_kafka_requests(batch: &Bytes) -> Vec<Vec<u8>> {
                             .with_partition(0)
                             .with_leader_epoch(0),
                     ]),
+            ]),
+        ),
+    ]
+}
+
+/// OffsetDelete v0 (a group's offsets of two topics) and DescribeProducers
+/// v0 (flexible), encoded by kafka-protocol's request structs.
+fn offset_delete_and_producer_requests() -> Vec<Vec<u8>> {
+    use kafka_protocol::messages::{self as km, ApiKey, TopicName};
+    use kafka_protocol::protocol::StrBytes;
+    use km::offset_delete_request as od;
+    let name = |t: &'static str| TopicName(StrBytes::from_static_str(t));
+    vec![
+        generated(
+            ApiKey::OffsetDelete,
+            0,
+            &km::OffsetDeleteRequest::default()
+                .with_group_id(km::GroupId(StrBytes::from_static_str("g")))
+                .with_topics(vec![
+                    od::OffsetDeleteRequestTopic::default()
+                        .with_name(name("t"))
+                        .with_partitions(vec![
+                            od::OffsetDeleteRequestPartition::default().with_partition_index(0),
+                            od::OffsetDeleteRequestPartition::default().with_partition_index(3),
+                        ]),
+                    od::OffsetDeleteRequestTopic::default().with_name(name("u")),
+                ]),
+        ),
+        generated(
+            ApiKey::DescribeProducers,
+            0,
+            &km::DescribeProducersRequest::default().with_topics(vec![
+                km::describe_producers_request::TopicRequest::default()
+                    .with_name(name("t"))
+                    .with_partition_indexes(vec![0, -1]),
+                km::describe_producers_request::TopicRequest::default().with_name(name("nope")),
             ]),
         ),
     ]

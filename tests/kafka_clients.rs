@@ -710,6 +710,35 @@ async fn kafka_python_admin_client_manages_topics_and_configs() {
         v["cluster"],
         json!({"cluster_id": "sluice", "brokers": 2, "controller_is_a_broker": true})
     );
+    // The idempotent producer's state: three records from sequence 0, no
+    // transaction; the timestamp is the batch's while the owner still has
+    // it in its tail, -1 once flushed.
+    let producers = v["producers"].as_array().unwrap();
+    assert_eq!(producers.len(), 1, "{v}");
+    let p = &producers[0];
+    assert_eq!(
+        (
+            &p["id_set"],
+            &p["epoch"],
+            &p["last_sequence"],
+            &p["coordinator_epoch"],
+            &p["txn_start"]
+        ),
+        (&json!(true), &json!(0), &json!(2), &json!(-1), &json!(-1)),
+        "{v}"
+    );
+    let ts = p["last_timestamp"].as_i64().unwrap();
+    assert!(ts == -1 || ts > 1_600_000_000_000, "a wall-clock timestamp or -1: {ts}");
+    // OffsetDelete of a group with no members: the committed offset goes,
+    // a partition without one answers NONE, and the group is then gone.
+    assert_eq!(v["group_offsets_before"], json!({"adm2:0": 2}), "{v}");
+    assert_eq!(
+        v["offsets_deleted"],
+        json!({"adm2:0": "NoError", "adm:0": "NoError"}),
+        "{v}"
+    );
+    assert_eq!(v["group_offsets_after"], json!({}), "{v}");
+    assert_eq!(v["deleted_again"], "GroupIdNotFoundError", "{v}");
     assert_eq!(v["deleted"], json!({"adm": 0, "adm2": 0}));
     assert_eq!(v["listed_after"], json!([]));
     // Over HTTP too: the topics are gone.

@@ -23,6 +23,16 @@ pub trait GroupOffsets: Send + Sync + 'static {
     /// Forget a consumer group's committed offsets (`not_found` if it has none).
     async fn delete_group(&self, group: &str) -> ApiResult<()>;
 
+    /// Whether the caller may delete `group`'s committed offsets of `topic`
+    /// (`forbidden` if not), asked per topic before [`Self::delete_offsets`].
+    fn authorize_offset_delete(&self, group: &str, topic: &str) -> ApiResult<()>;
+
+    /// Durably forget a consumer group's committed offsets of `partitions`
+    /// (topic, partition). Partitions it has no offset for, and unknown
+    /// ones, are skipped: a group with none of them is left as it is. Its
+    /// membership record is not touched.
+    async fn delete_offsets(&self, group: &str, partitions: Vec<(String, u32)>) -> ApiResult<()>;
+
     /// A group's membership record as this node's view of the log has it.
     fn group_state(&self, group: &str) -> Option<GroupState>;
 

@@ -325,6 +325,19 @@ pub struct GroupOffset {
     pub metadata: Option<String>,
 }
 
+/// What a partition's owner keeps of one idempotent producer (Kafka's
+/// DescribeProducers): its epoch and its last batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProducerState {
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    /// The sequence number of the last record of its last batch.
+    pub last_sequence: i32,
+    /// The largest timestamp in its last batch, while that batch is still
+    /// in the owner's tail (not yet in a data object); `None` after.
+    pub last_timestamp: Option<i64>,
+}
+
 /// The most bytes a group's state record may hold (see
 /// `meta::group_state::MAX_STATE_BYTES`: one write fits one metadata-log
 /// entry that a DynamoDB item carries inline).

@@ -1,10 +1,10 @@
 //! The records capability: appending to and reading from one partition,
 //! as records (HTTP, Durable Streams) or as stored RecordBatch v2 bytes
 //! (Kafka), Durable Streams writes checked by the stream's sequencer,
-//! where a leader epoch ended, and moving a partition's start (Kafka's
-//! DeleteRecords).
+//! where a leader epoch ended, moving a partition's start (Kafka's
+//! DeleteRecords), and the idempotent producers a partition remembers.
 
-use super::{ApiResult, Appended, BatchRead, ReadRequest, ReadResult};
+use super::{ApiResult, Appended, BatchRead, ProducerState, ReadRequest, ReadResult};
 use crate::batch::Record;
 use crate::ids::{Offset, StreamEpoch};
 use crate::meta::writers::{DsAppend, DsWrite};
@@ -74,4 +74,9 @@ pub trait Records: Send + Sync + 'static {
     /// the high watermark is `offset_out_of_range`. Waits while the tail up
     /// to `before` is flushed; not forwarded.
     async fn delete_before(&self, topic: &str, partition: u32, before: Option<Offset>) -> ApiResult<Offset>;
+
+    /// The idempotent producers a partition this node owns remembers, by
+    /// producer id (Kafka's DescribeProducers). Never forwarded:
+    /// `unavailable` when another node owns it.
+    async fn producers(&self, topic: &str, partition: u32) -> ApiResult<Vec<ProducerState>>;
 }

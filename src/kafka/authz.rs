@@ -8,12 +8,14 @@
 //! | capability | call | needs |
 //! | --- | --- | --- |
 //! | records | append, append_batch, append_durable | `write` |
-//! | records | read, read_batches, leader_epoch_end, relay_subscription | `read` |
+//! | records | read, read_batches, leader_epoch_end, relay_subscription, producers | `read` |
 //! | records | delete_before (DeleteRecords) | `admin` |
 //! | topics | describe_topic(_current), partitions(_current), partition_bytes, list_topics (filtered) | any op on the topic |
 //! | topics | create_topic (incl. auto-create), delete_topic, add_partitions, alter_topic_config | `admin` |
 //! | group offsets | commit_offsets, committed_offsets (filtered) | `read` |
 //! | group offsets | delete_group, authorize_group_delete | `admin` on every topic the group has offsets for |
+//! | group offsets | authorize_offset_delete | `read` on the topic |
+//! | group offsets | delete_offsets | both of the above: the group's, and each named topic's |
 //! | group offsets | offset_groups | nothing |
 //! | group state | group_state(s), put_group_state, delete_group_state | nothing (membership is not scoped) |
 //! | producer ids | init_producer_id | nothing |
@@ -156,6 +158,10 @@ impl Records for Scoped<dyn Records> {
         self.need(Op::Admin, topic)?;
         self.inner.delete_before(topic, partition, before).await
     }
+    async fn producers(&self, topic: &str, partition: u32) -> ApiResult<Vec<ProducerState>> {
+        self.need(Op::Read, topic)?;
+        self.inner.producers(topic, partition).await
+    }
 }
 
 #[async_trait]
@@ -230,6 +236,17 @@ impl GroupOffsets for Scoped<dyn GroupOffsets> {
     async fn delete_group(&self, group: &str) -> ApiResult<()> {
         self.authorize_group_delete(group)?;
         self.inner.delete_group(group).await
+    }
+    fn authorize_offset_delete(&self, group: &str, topic: &str) -> ApiResult<()> {
+        self.need(Op::Read, topic)?;
+        self.inner.authorize_offset_delete(group, topic)
+    }
+    async fn delete_offsets(&self, group: &str, partitions: Vec<(String, u32)>) -> ApiResult<()> {
+        self.authorize_group_delete(group)?;
+        for (topic, _) in &partitions {
+            self.authorize_offset_delete(group, topic)?;
+        }
+        self.inner.delete_offsets(group, partitions).await
     }
     // Membership is not scoped (see the module doc): the coordinator
     // writes what its members' requests changed.
@@ -408,6 +425,8 @@ mod tests {
             s.records.read_batches("theirs", 0, Offset(0), 1, Duration::ZERO).await
         ));
         assert!(forbidden(s.records.leader_epoch_end("theirs", 0, StreamEpoch(1)).await));
+        assert!(forbidden(s.records.producers("theirs", 0).await));
+        assert!(s.records.producers("mine", 0).await.unwrap().is_empty());
         let relayed = s.records.relay_subscription("theirs", 0, "/", None).await;
         assert!(matches!(relayed, Some(Err(e)) if e.code == ErrorCode::Forbidden));
         assert!(
@@ -453,6 +472,15 @@ mod tests {
         // The fake itself refuses commits: the wrapper let this one through.
         let mine = s.group_offsets.commit_offsets("g", vec![offset("mine")]).await;
         assert_eq!(mine.unwrap_err().code, ErrorCode::NotFound);
+        // Deleting offsets needs read on each topic named.
+        assert!(forbidden(s.group_offsets.authorize_offset_delete("g", "theirs")));
+        s.group_offsets.authorize_offset_delete("g", "mine").unwrap();
+        let both = vec![("mine".to_string(), 0), ("theirs".to_string(), 0)];
+        assert!(forbidden(s.group_offsets.delete_offsets("g", both).await));
+        s.group_offsets
+            .delete_offsets("g", vec![("mine".into(), 0)])
+            .await
+            .unwrap();
     }
 
     #[tokio::test]

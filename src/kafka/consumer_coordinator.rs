@@ -2,7 +2,8 @@
 //! ConsumerGroupDescribe) over the pure state machine in
 //! [`super::groups::consumer`], plus the hooks the classic coordinator
 //! calls for groups of the consumer protocol: OffsetCommit validation
-//! (member epoch) and JoinGroup on a consumer group.
+//! (member epoch), JoinGroup on a consumer group, and the topics a group
+//! subscribes to (OffsetDelete).
 //!
 //! Every change of a group's stored part (epochs, members, subscriptions,
 //! assignments) is written before it is answered, as the group's
@@ -20,6 +21,7 @@ use super::groups::consumer::{code, Caller, GroupState, Persist};
 use super::groups::Groups;
 use super::wire::{DecodeResult, Reader, Writer};
 use crate::api::{ErrorCode, GroupStateWrite, Services};
+use std::collections::BTreeSet;
 use tokio::time::Instant;
 
 const NOT_COORDINATOR: i16 = 16;
@@ -292,6 +294,21 @@ pub fn validate_offset_fetch(
         .ok()
         .flatten()
         .map(|(c, _)| c)
+}
+
+/// The OffsetDelete hook: `Some(topics)` when `group` is a consumer group,
+/// the existing topics its members subscribe to (none when it is empty);
+/// `None` for any other group.
+pub fn subscribed_topics(engine: &Services, groups: &Groups, group: &str) -> Option<BTreeSet<String>> {
+    let topics = topics(engine);
+    groups
+        .consumer
+        .with_group(group, false, Instant::now(), loader(engine, group), |g| {
+            (g.subscribed_topics(&topics), false)
+        })
+        .ok()
+        .flatten()
+        .map(|(t, _)| t)
 }
 
 /// The classic coordinator's JoinGroup hook: a consumer group with members

@@ -15,7 +15,7 @@ use tokio::time::Instant;
 /// Bring this node's copy of `group` in line with the log's record
 /// before answering a request for it (load it after the coordinator moved
 /// here; replace it if another node wrote since).
-fn load(engine: &Services, groups: &Groups, group: &str) {
+pub(super) fn load(engine: &Services, groups: &Groups, group: &str) {
     let logged = engine.group_offsets.group_state_version(group);
     // The usual case, cheaply: this node's copy is the log's record.
     if groups.stored_version(group).unwrap_or(0) == logged {

@@ -20,9 +20,11 @@
 //! - `coordinator`, [`groups`], [`group_proto`]: the classic consumer-group
 //!   APIs; [`consumer_coordinator`], [`consumer_proto`] and
 //!   `groups::{consumer, assignor}`: the KIP-848 consumer protocol;
-//!   [`group_placement`]: which node coordinates a group; `admin`,
+//!   [`group_placement`]: which node coordinates a group; [`offset_delete`]:
+//!   OffsetDelete; `admin`,
 //!   [`admin_proto`]: the admin APIs; [`acls`]: the ACL APIs (token scopes
-//!   shown as ACLs); [`log_dirs`]: DescribeLogDirs; [`delete_records`]: DeleteRecords.
+//!   shown as ACLs); [`log_dirs`]: DescribeLogDirs; [`delete_records`]: DeleteRecords;
+//!   [`describe_producers`]: DescribeProducers.
 //!
 //! Requests are decoded by this module's own bounded decoders
 //! ([`wire::Reader`]): every array count and string length is checked
@@ -39,6 +41,7 @@ pub mod consumer_coordinator;
 pub mod consumer_proto;
 mod coordinator;
 pub mod delete_records;
+pub mod describe_producers;
 mod fetch;
 pub mod fetch_session;
 pub mod framing;
@@ -50,6 +53,7 @@ pub mod leader_epoch;
 mod list_offsets;
 pub mod log_dirs;
 mod metadata;
+pub mod offset_delete;
 mod produce;
 pub mod producer_ids;
 pub mod proto;
@@ -477,6 +481,7 @@ fn api_name(frame: &[u8]) -> &'static str {
         Some(API_VERSIONS) => "api_versions",
         Some(sasl::SASL_HANDSHAKE | sasl::SASL_AUTHENTICATE) => "sasl",
         Some(k) if is_group_api(k) || consumer_proto::is_consumer_group_api(k) => "group",
+        Some(offset_delete::OFFSET_DELETE) => "group",
         Some(k)
             if admin_proto::is_admin_api(k)
                 || acls::is_acl_api(k)
@@ -485,6 +490,7 @@ fn api_name(frame: &[u8]) -> &'static str {
         {
             "admin"
         }
+        Some(describe_producers::DESCRIBE_PRODUCERS) => "admin",
         _ => "other",
     }
 }
@@ -669,6 +675,8 @@ async fn handle_with(
         k if acls::is_acl_api(k) => acls::request(engine, k, version, &mut r, &mut w)?,
         log_dirs::DESCRIBE_LOG_DIRS => log_dirs::request(engine, version, &mut r, &mut w)?,
         delete_records::DELETE_RECORDS => delete_records::request(engine, version, &mut r, &mut w).await?,
+        offset_delete::OFFSET_DELETE => offset_delete::request(engine, groups, version, &mut r, &mut w).await?,
+        describe_producers::DESCRIBE_PRODUCERS => describe_producers::request(engine, version, &mut r, &mut w).await?,
         sasl::SASL_HANDSHAKE => session.handshake(version, &mut r, &mut w)?,
         sasl::SASL_AUTHENTICATE => session.authenticate(engine.tokens.as_ref(), version, &mut r, &mut w)?,
         scram_users::DESCRIBE_USER_SCRAM_CREDENTIALS => {

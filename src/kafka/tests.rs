@@ -16,9 +16,11 @@ mod acls;
 mod admin;
 mod dataplane;
 mod delete_records;
+mod describe_producers;
 mod group_codecs;
 mod group_state;
 mod log_dirs;
+mod offset_delete;
 
 const OPTS: Options = Options {
     max_frame_bytes: 1 << 20,

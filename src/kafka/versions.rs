@@ -10,7 +10,7 @@ use kafka_protocol::messages::ApiKey;
 
 /// (api key, min version, max version): what ApiVersions advertises, and
 /// exactly what the request modules decode.
-pub const SUPPORTED: [(i16, i16, i16); 34] = [
+pub const SUPPORTED: [(i16, i16, i16); 36] = [
     (super::proto::PRODUCE, 3, 13),
     (super::proto::FETCH, 4, 18),
     (super::proto::LIST_OFFSETS, 1, 10),
@@ -45,6 +45,8 @@ pub const SUPPORTED: [(i16, i16, i16); 34] = [
     (super::acls::DELETE_ACLS, 1, 3),
     (super::log_dirs::DESCRIBE_LOG_DIRS, 1, 4),
     (super::delete_records::DELETE_RECORDS, 0, 2),
+    (super::offset_delete::OFFSET_DELETE, 0, 0),
+    (super::describe_producers::DESCRIBE_PRODUCERS, 0, 0),
 ];
 
 pub fn supported(key: i16, version: i16) -> bool {

@@ -228,6 +228,14 @@ pub enum Command {
     DeleteGroup {
         group: String,
     },
+    /// Forget some of a consumer group's committed offsets (Kafka's
+    /// OffsetDelete): 1 to `MAX_DELETED_OFFSETS` streams, those the group
+    /// has no offset for skipped. Applies if the group has offsets; a group
+    /// left with none has no offsets entry any more.
+    DeleteOffsets {
+        group: String,
+        partitions: Vec<StreamId>,
+    },
     /// Write a consumer group's membership record if it is still at
     /// `expected_version` (0: no record); see `meta::group_state`.
     PutGroupState {
@@ -285,6 +293,7 @@ impl Command {
             Command::DrainNode { .. } => "DrainNode",
             Command::CommitOffsets { .. } => "CommitOffsets",
             Command::DeleteGroup { .. } => "DeleteGroup",
+            Command::DeleteOffsets { .. } => "DeleteOffsets",
             Command::PutGroupState { .. } => "PutGroupState",
             Command::DeleteGroupState { .. } => "DeleteGroupState",
             Command::AllocateProducerIds { .. } => "AllocateProducerIds",

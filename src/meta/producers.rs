@@ -170,6 +170,14 @@ impl ProducerTable {
         }
     }
 
+    /// The last batch of each remembered producer, by producer id.
+    pub fn latest(&self) -> Vec<ProducerBatch> {
+        self.producers
+            .values()
+            .filter_map(|e| e.batches.back().copied())
+            .collect()
+    }
+
     /// The remembered batches, oldest offset first: recording them into
     /// another table brings that table up to date with this one's producers.
     pub fn batches(&self) -> Vec<ProducerBatch> {
@@ -272,6 +280,17 @@ mod tests {
         t.record(batch(7, 0, first, 3, 0));
         assert_eq!(t.check(7, 0, 1, 1), Verdict::Append);
         assert_eq!(t.check(7, 0, 0, 1), Verdict::OutOfOrder { expected: 1 });
+    }
+
+    #[test]
+    fn latest_is_each_producers_last_batch_at_its_current_epoch() {
+        let mut t = ProducerTable::default();
+        assert!(t.latest().is_empty());
+        t.record(batch(9, 0, 0, 2, 0));
+        t.record(batch(3, 0, 0, 1, 2));
+        t.record(batch(9, 0, 2, 3, 3));
+        t.record(batch(3, 1, 0, 4, 6));
+        assert_eq!(t.latest(), vec![batch(3, 1, 0, 4, 6), batch(9, 0, 2, 3, 3)]);
     }
 
     #[test]

@@ -346,6 +346,7 @@ impl View {
             Command::DrainNode { node, epoch } => self.drain_node(node, *epoch),
             Command::CommitOffsets { group, offsets } => self.commit_offsets(group, offsets),
             Command::DeleteGroup { group } => self.delete_group(group),
+            Command::DeleteOffsets { group, partitions } => self.delete_offsets(group, partitions),
             Command::PutGroupState {
                 group,
                 kind,
@@ -1048,6 +1049,30 @@ impl View {
         }
     }
 
+    fn delete_offsets(&mut self, group: &str, partitions: &[StreamId]) -> Result<(), Rejection> {
+        if group.is_empty() {
+            return Err(Rejection::Invalid("group id is empty".into()));
+        }
+        if partitions.is_empty() || partitions.len() > MAX_DELETED_OFFSETS {
+            return Err(Rejection::Invalid(format!(
+                "an offset deletion names 1-{MAX_DELETED_OFFSETS} partitions, not {}",
+                partitions.len()
+            )));
+        }
+        let Some(offsets) = self.groups.get_mut(group) else {
+            return Err(Rejection::Precondition(format!(
+                "group {group:?} has no committed offsets"
+            )));
+        };
+        for s in partitions {
+            offsets.remove(s);
+        }
+        if offsets.is_empty() {
+            self.groups.remove(group);
+        }
+        Ok(())
+    }
+
     fn drain_node(&mut self, node: &NodeId, epoch: NodeEpoch) -> Result<(), Rejection> {
         let row = self.live_row_mut(node, epoch)?;
         row.draining = true;
@@ -1095,6 +1120,10 @@ pub fn validate_topic_name(name: &str) -> Result<(), String> {
 
 /// The most tokens a cluster holds (each is in every snapshot).
 pub const MAX_TOKENS: usize = 10_000;
+
+/// The most partitions one `DeleteOffsets` names (a node deleting more
+/// proposes several).
+pub const MAX_DELETED_OFFSETS: usize = 10_000;
 
 /// The most producer ids one `AllocateProducerIds` reserves.
 pub const MAX_PRODUCER_ID_BLOCK: u32 = 100_000;

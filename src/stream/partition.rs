@@ -154,6 +154,32 @@ impl OpenStream {
         self.inner.lock().unwrap().committed_end
     }
 
+    /// The idempotent producers the stream remembers (as of `next`), by
+    /// producer id, each with its last batch; that batch's largest
+    /// timestamp while it is still in the tail.
+    pub fn producers(&self) -> Vec<crate::api::ProducerState> {
+        let inner = self.inner.lock().unwrap();
+        inner
+            .producers
+            .latest()
+            .into_iter()
+            .map(|b| {
+                let at = inner.tail.partition_point(|t| t.base < b.base);
+                let last_timestamp = inner
+                    .tail
+                    .get(at)
+                    .filter(|t| t.base == b.base && t.producer.is_some_and(|p| p.producer_id == b.producer_id))
+                    .map(|t| t.max_timestamp);
+                crate::api::ProducerState {
+                    producer_id: b.producer_id,
+                    producer_epoch: b.producer_epoch,
+                    last_sequence: b.last_seq,
+                    last_timestamp,
+                }
+            })
+            .collect()
+    }
+
     /// Assign offsets, join the WAL, and wait until durable.
     pub async fn append(&self, wal: &WalWriter, records: &[Record]) -> Result<Appended, ApiError> {
         if records.is_empty() {

@@ -4,16 +4,24 @@ Usage: kafka_python_admin.py BOOTSTRAP
 
 Creates topics (one with configs, one validate-only, one refused), grows one
 with create_partitions, describes and alters its configs (incrementally and
-not), describes the cluster, deletes the topics. Prints one JSON line of what
-the server answered; exits non-zero when a call raises unexpectedly.
+not), describes the cluster, describes the state an idempotent producer left
+on a partition, commits and deletes a group's offsets, deletes the topics.
+Prints one JSON line of what the server answered; exits non-zero when a call
+raises unexpectedly.
 """
 
 import json
 import sys
 
-from kafka import KafkaAdminClient
+from kafka import KafkaAdminClient, KafkaProducer, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType
-from kafka.errors import InvalidConfigurationError, InvalidPartitionsError, TopicAlreadyExistsError
+from kafka.errors import (
+    GroupIdNotFoundError,
+    InvalidConfigurationError,
+    InvalidPartitionsError,
+    TopicAlreadyExistsError,
+)
+from kafka.structs import OffsetAndMetadata
 
 
 def errors(result, key="topics"):
@@ -25,6 +33,41 @@ def configs(admin, topic, config_filter="all"):
         [ConfigResource(ConfigResourceType.TOPIC, topic)], config_filter=config_filter
     )
     return {k: (v["value"], v["config_source"]) for k, v in described["topic"][topic].items()}
+
+
+def producers_and_group_offsets(admin, bootstrap, out):
+    """DescribeProducers after an idempotent producer wrote to adm2, then
+    OffsetDelete of a group without members."""
+    producer = KafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=True, acks="all")
+    for i in range(3):
+        producer.send("adm2", b"v%d" % i)
+    producer.flush()
+    producer.close()
+    tp = TopicPartition("adm2", 0)
+    out["producers"] = [
+        {
+            "id_set": p.producer_id >= 0,
+            "epoch": p.producer_epoch,
+            "last_sequence": p.last_sequence,
+            "last_timestamp": p.last_timestamp,
+            "coordinator_epoch": p.coordinator_epoch,
+            "txn_start": p.current_transaction_start_offset,
+        }
+        for p in admin.describe_producers([tp])[tp].active_producers
+    ]
+    none_yet = TopicPartition("adm", 0)
+    admin.alter_group_offsets("adm-g", {tp: OffsetAndMetadata(2, "", -1)})
+    before = admin.list_group_offsets({"adm-g": None})["adm-g"]
+    out["group_offsets_before"] = {"%s:%d" % (k.topic, k.partition): v.offset for k, v in before.items()}
+    deleted = admin.delete_group_offsets("adm-g", [tp, none_yet])
+    out["offsets_deleted"] = {"%s:%d" % (k.topic, k.partition): e.__name__ for k, e in deleted.items()}
+    after = admin.list_group_offsets({"adm-g": None})["adm-g"]
+    out["group_offsets_after"] = {"%s:%d" % (k.topic, k.partition): v.offset for k, v in after.items()}
+    try:
+        admin.delete_group_offsets("adm-g", [tp])
+        out["deleted_again"] = "ok"
+    except GroupIdNotFoundError:
+        out["deleted_again"] = "GroupIdNotFoundError"
 
 
 def main(bootstrap):
@@ -82,6 +125,8 @@ def main(bootstrap):
         "brokers": len(cluster["brokers"]),
         "controller_is_a_broker": cluster["controller_id"] in [b["broker_id"] for b in cluster["brokers"]],
     }
+
+    producers_and_group_offsets(admin, bootstrap, out)
 
     out["deleted"] = errors(admin.delete_topics(["adm", "adm2"]))
     out["listed_after"] = sorted(t for t in admin.list_topics() if t.startswith("adm"))

@@ -372,6 +372,13 @@ impl Records for FakeEngine {
     async fn delete_before(&self, _topic: &str, _partition: u32, _before: Option<Offset>) -> ApiResult<Offset> {
         std::future::pending().await
     }
+
+    /// Idempotent producers are refused here (see `init_producer_id`), so
+    /// no partition remembers any.
+    async fn producers(&self, topic: &str, partition: u32) -> ApiResult<Vec<ProducerState>> {
+        self.partition(topic, partition)?;
+        Ok(Vec::new())
+    }
 }
 
 /// No consumer group has offsets here, and none can commit any.
@@ -395,6 +402,15 @@ impl GroupOffsets for FakeEngine {
 
     async fn delete_group(&self, _group: &str) -> ApiResult<()> {
         Err(unsupported("consumer groups"))
+    }
+
+    fn authorize_offset_delete(&self, _group: &str, _topic: &str) -> ApiResult<()> {
+        Ok(())
+    }
+
+    /// No group has offsets here: there is nothing to forget.
+    async fn delete_offsets(&self, _group: &str, _partitions: Vec<(String, u32)>) -> ApiResult<()> {
+        Ok(())
     }
 
     fn group_state(&self, group: &str) -> Option<GroupState> {

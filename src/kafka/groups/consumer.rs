@@ -377,6 +377,17 @@ impl Group {
             .collect()
     }
 
+    /// The topics of `topics` any member subscribes to, by name or regex
+    /// (Kafka's `ConsumerGroup.isSubscribedToTopic`).
+    pub fn subscribed_topics(&self, topics: &[TopicMeta]) -> BTreeSet<String> {
+        self.state
+            .members
+            .values()
+            .flat_map(|m| Self::subscribed(m, topics))
+            .map(|t| t.name)
+            .collect()
+    }
+
     /// Recompute the target if the group epoch moved past the assignment
     /// epoch, or the subscribed topics changed in the view (which moves the
     /// group epoch first).

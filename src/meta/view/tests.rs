@@ -1129,6 +1129,98 @@ fn delete_group_forgets_its_offsets_and_rejects_an_unknown_group() {
     assert!(rejected(&delete(&mut h)));
 }
 
+fn delete_offsets(h: &mut Harness, e: NodeEpoch, group: &str, partitions: Vec<StreamId>) -> Outcome {
+    h.apply_as(
+        "n1",
+        Some(e.0),
+        Command::DeleteOffsets {
+            group: group.into(),
+            partitions,
+        },
+    )
+}
+
+#[test]
+fn delete_offsets_forgets_only_the_named_partitions_and_then_the_group() {
+    let (mut h, e, s0) = Harness::with_open_stream();
+    let (s1, _) = h.stream("t", 1);
+    commit(&mut h, e, "g", vec![(s0, 3, None), (s1, 4, Some("m".into()))]);
+    commit(&mut h, e, "other", vec![(s0, 9, None)]);
+    let record = Command::PutGroupState {
+        group: "g".into(),
+        kind: "classic".into(),
+        expected_version: 0,
+        data: b"members".to_vec(),
+    };
+    assert_eq!(h.apply_as("n1", Some(e.0), record), Outcome::Applied);
+    assert_eq!(delete_offsets(&mut h, e, "g", vec![s0]), Outcome::Applied);
+    assert_eq!(h.view.groups["g"].keys().copied().collect::<Vec<_>>(), vec![s1]);
+    assert_eq!(h.view.groups["other"][&s0], (9, None), "another group keeps its offset");
+    // A partition the group has no offset for is skipped, not refused.
+    assert_eq!(delete_offsets(&mut h, e, "g", vec![s0, s0]), Outcome::Applied);
+    assert_eq!(h.view.groups["g"].len(), 1);
+    let json = serde_json::to_string(&h.view).unwrap();
+    assert_eq!(serde_json::from_str::<View>(&json).unwrap(), h.view);
+    // The last offset gone, the group has no offsets entry; its membership
+    // record is another matter and stays.
+    assert_eq!(delete_offsets(&mut h, e, "g", vec![s1]), Outcome::Applied);
+    assert!(!h.view.groups.contains_key("g"));
+    assert_eq!(h.view.group_states["g"].data, b"members");
+    assert!(matches!(
+        delete_offsets(&mut h, e, "g", vec![s1]),
+        Outcome::Rejected(Rejection::Precondition(_))
+    ));
+}
+
+#[test]
+fn delete_offsets_refuses_empty_ids_bad_sizes_and_stale_proposers_and_changes_nothing() {
+    let (mut h, e, s) = Harness::with_open_stream();
+    commit(&mut h, e, "g", vec![(s, 3, None)]);
+    let before = h.view.groups.clone();
+    let invalid = |o: Outcome| matches!(o, Outcome::Rejected(Rejection::Invalid(_)));
+    assert!(invalid(delete_offsets(&mut h, e, "", vec![s])));
+    assert!(invalid(delete_offsets(&mut h, e, "g", vec![])));
+    assert!(invalid(delete_offsets(
+        &mut h,
+        e,
+        "g",
+        vec![s; MAX_DELETED_OFFSETS + 1]
+    )));
+    assert_eq!(h.view.groups, before);
+    // At the bound it applies.
+    assert_eq!(
+        delete_offsets(&mut h, e, "g", vec![s; MAX_DELETED_OFFSETS]),
+        Outcome::Applied
+    );
+    commit(&mut h, e, "g", vec![(s, 3, None)]);
+    let stale = h.apply_as(
+        "n1",
+        Some(e.0 + 1),
+        Command::DeleteOffsets {
+            group: "g".into(),
+            partitions: vec![s],
+        },
+    );
+    assert!(matches!(stale, Outcome::Rejected(Rejection::ProposerStale(_))));
+    assert_eq!(h.view.groups, before);
+}
+
+#[test]
+fn delete_offsets_round_trips_through_json() {
+    let (h, _, s) = Harness::with_open_stream();
+    let cmd = Command::DeleteOffsets {
+        group: "g".into(),
+        partitions: vec![s, h.stream("t", 1).0],
+    };
+    let json = serde_json::to_string(&cmd).unwrap();
+    assert!(
+        json.starts_with(r#"{"type":"DeleteOffsets","group":"g","partitions":["#),
+        "{json}"
+    );
+    assert_eq!(serde_json::from_str::<Command>(&json).unwrap(), cmd);
+    assert_eq!(cmd.name(), "DeleteOffsets");
+}
+
 fn producer_batch(pid: i64, first_seq: i32, base: u64, count: u32) -> crate::meta::producers::ProducerBatch {
     crate::meta::producers::ProducerBatch {
         producer_id: pid,

@@ -5,6 +5,8 @@
 use super::super::Node;
 use super::meta_error;
 use crate::api::*;
+use crate::ids::StreamId;
+use crate::meta::view::MAX_DELETED_OFFSETS;
 use crate::meta::{Command, Outcome, Rejection};
 use async_trait::async_trait;
 
@@ -85,6 +87,53 @@ impl GroupOffsets for Node {
                 format!("unexpected outcome {other:?}"),
             )),
         }
+    }
+
+    /// As [`Self::authorize_group_delete`]: the node itself refuses nobody.
+    fn authorize_offset_delete(&self, _group: &str, _topic: &str) -> ApiResult<()> {
+        Ok(())
+    }
+
+    /// Only the partitions the group has an offset for are proposed, in
+    /// entries of at most [`MAX_DELETED_OFFSETS`] each; nothing is proposed
+    /// when there are none. An entry that finds the group's offsets gone
+    /// (deleted meanwhile) has nothing left to do.
+    async fn delete_offsets(&self, group: &str, partitions: Vec<(String, u32)>) -> ApiResult<()> {
+        self.check_serving()?;
+        let wanted: std::collections::BTreeSet<StreamId> = {
+            let view = self.meta.view();
+            let Some(offsets) = view.groups.get(group) else {
+                return Ok(());
+            };
+            partitions
+                .iter()
+                .filter_map(|(t, p)| view.topics.get(t).map(|row| StreamId::new(row.id, *p)))
+                .filter(|s| offsets.contains_key(s))
+                .collect()
+        };
+        if wanted.is_empty() {
+            return Ok(());
+        }
+        self.check_meta_reachable()?;
+        let wanted: Vec<StreamId> = wanted.into_iter().collect();
+        for chunk in wanted.chunks(MAX_DELETED_OFFSETS) {
+            let cmd = Command::DeleteOffsets {
+                group: group.to_string(),
+                partitions: chunk.to_vec(),
+            };
+            match self.meta.propose(cmd).await.map_err(meta_error)? {
+                Outcome::Applied => {}
+                Outcome::Rejected(Rejection::Precondition(_)) => return Ok(()),
+                Outcome::Rejected(r) => return Err(ApiError::new(ErrorCode::InvalidRequest, r.to_string())),
+                other => {
+                    return Err(ApiError::new(
+                        ErrorCode::Internal,
+                        format!("unexpected outcome {other:?}"),
+                    ))
+                }
+            }
+        }
+        Ok(())
     }
 
     fn group_state(&self, group: &str) -> Option<GroupState> {

@@ -367,4 +367,12 @@ impl Records for Node {
     async fn delete_before(&self, topic: &str, partition: u32, before: Option<Offset>) -> ApiResult<Offset> {
         self.trim_before(topic, partition, before).await
     }
+
+    async fn producers(&self, topic: &str, partition: u32) -> ApiResult<Vec<ProducerState>> {
+        let id = self.resolve(topic, partition)?;
+        match self.open_stream(id) {
+            Some(open) => Ok(open.producers()),
+            None => Err(self.not_here(id)),
+        }
+    }
 }

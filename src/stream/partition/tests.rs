@@ -201,6 +201,49 @@ async fn producer_state_opened_from_the_view_catches_retries_of_flushed_batches(
 }
 
 #[tokio::test]
+async fn producers_are_described_by_their_last_batch_with_its_timestamp_while_in_the_tail() {
+    use crate::api::ProducerState;
+    let (s, wal, _) = setup(1 << 20);
+    assert!(s.producers().is_empty());
+    s.append(&wal, &[rec("plain")]).await.unwrap();
+    s.append_batch(&wal, &idempotent(9, 0, 0, &["a", "b"])).await.unwrap();
+    s.append_batch(&wal, &idempotent(4, 2, 7, &["c"])).await.unwrap();
+    s.append_batch(&wal, &idempotent(9, 0, 2, &["d", "e", "f"]))
+        .await
+        .unwrap();
+    let state = |pid, producer_epoch, last_sequence, last_timestamp| ProducerState {
+        producer_id: pid,
+        producer_epoch,
+        last_sequence,
+        last_timestamp,
+    };
+    assert_eq!(
+        s.producers(),
+        vec![state(4, 2, 7, Some(10)), state(9, 0, 4, Some(10))],
+        "by producer id; a plain append is no producer"
+    );
+    let f = s.begin_flush(1 << 20).unwrap();
+    s.finish_flush(f.end);
+    assert_eq!(
+        s.producers(),
+        vec![state(4, 2, 7, None), state(9, 0, 4, None)],
+        "flushed: the sequence is kept, the timestamp is not"
+    );
+    // A new owner opened from what the view recorded knows the same.
+    let mut table = ProducerTable::default();
+    f.producers.iter().for_each(|b| table.record(*b));
+    let next = OpenStream::open(
+        s.id,
+        "t".into(),
+        StreamEpoch(2),
+        f.end,
+        table,
+        Arc::new(Budget::new(1 << 20)),
+    );
+    assert_eq!(next.producers(), s.producers());
+}
+
+#[tokio::test]
 async fn idempotent_batches_carry_their_producer_into_the_wal() {
     let store = Arc::new(MemoryStore::new());
     let wal = WalWriter::start(store.clone(), NodeId::new("n"), NodeEpoch(1), WalConfig::default());
