@@ -226,6 +226,20 @@ async fn node_on(id: &str, backends: Backends, extra: &[&str]) -> Arc<Node> {
     Node::start_with(config, backends).await.unwrap()
 }
 
+/// Two nodes on shared in-memory stores, once each sees both.
+async fn two_nodes() -> (Arc<Node>, Arc<Node>) {
+    let backends = memory_backends();
+    let n1 = node_on("n1", backends.clone(), &[]).await;
+    let n2 = node_on("n2", backends, &[]).await;
+    for _ in 0..400 {
+        if n1.nodes().nodes.len() == 2 && n2.nodes().nodes.len() == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    (n1, n2)
+}
+
 async fn wait_open(engine: &Services, topic: &str) {
     for _ in 0..300 {
         if let Ok(d) = engine.topics.describe_topic(topic) {
@@ -1202,15 +1216,7 @@ async fn offsets_commit_through_the_metadata_log_and_fetch_from_the_view() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nodes_agree_on_the_coordinator_and_committed_offsets_are_in_every_view() {
-    let backends = memory_backends();
-    let n1 = node_on("n1", backends.clone(), &[]).await;
-    let n2 = node_on("n2", backends, &[]).await;
-    for _ in 0..400 {
-        if n1.nodes().nodes.len() == 2 && n2.nodes().nodes.len() == 2 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    let (n1, n2) = two_nodes().await;
     n1.create_topic("t", 1, Default::default()).await.unwrap();
     wait_open(&n2.services(), "t").await;
     // Groups hashed to each node: every node computes the same coordinator.

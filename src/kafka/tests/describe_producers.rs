@@ -169,15 +169,7 @@ async fn the_owner_describes_its_idempotent_producers_at_every_version() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_nodes_partition_is_not_led_here() {
-    let backends = memory_backends();
-    let n1 = node_on("n1", backends.clone(), &[]).await;
-    let n2 = node_on("n2", backends, &[]).await;
-    for _ in 0..400 {
-        if n1.nodes().nodes.len() == 2 && n2.nodes().nodes.len() == 2 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    let (n1, n2) = two_nodes().await;
     n1.create_topic("p", 4, Default::default()).await.unwrap();
     wait_open(&n1.services(), "p").await;
     wait_open(&n2.services(), "p").await;

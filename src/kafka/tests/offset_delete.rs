@@ -458,15 +458,7 @@ async fn a_consumer_group_keeps_the_offsets_of_topics_its_members_subscribe_to()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_the_coordinator_deletes_offsets() {
-    let backends = memory_backends();
-    let n1 = node_on("n1", backends.clone(), &[]).await;
-    let n2 = node_on("n2", backends, &[]).await;
-    for _ in 0..400 {
-        if n1.nodes().nodes.len() == 2 && n2.nodes().nodes.len() == 2 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    let (n1, n2) = two_nodes().await;
     n1.create_topic("t", 1, Default::default()).await.unwrap();
     wait_open(&n2.services(), "t").await;
     let group = (0..)
