@@ -255,6 +255,12 @@ pub enum Command {
     AllocateProducerIds {
         count: u32,
     },
+    /// A change to a Kafka transactional id's coordinator record
+    /// (`meta::txn`).
+    Txn {
+        id: String,
+        op: super::txn::TxnOp,
+    },
     // auth
     /// Issue a token: its record holds the secret's hash, never the secret.
     /// Applies only if the record is valid and its id is new.
@@ -297,6 +303,7 @@ impl Command {
             Command::PutGroupState { .. } => "PutGroupState",
             Command::DeleteGroupState { .. } => "DeleteGroupState",
             Command::AllocateProducerIds { .. } => "AllocateProducerIds",
+            Command::Txn { .. } => "Txn",
             Command::CreateToken { .. } => "CreateToken",
             Command::RevokeToken { .. } => "RevokeToken",
         }
@@ -323,6 +330,10 @@ pub enum Rejection {
     /// The state no longer matches what the proposer saw.
     #[error("precondition failed: {0}")]
     Precondition(String),
+    /// A transactional id's record refused the change, as Kafka's
+    /// coordinator would.
+    #[error("transaction refused ({0:?}): {1}")]
+    Txn(super::txn::TxnRefusal, String),
 }
 
 /// What applying one command did.
@@ -335,6 +346,8 @@ pub enum Outcome {
     ProducerIds {
         first: i64,
     },
+    /// What a `Txn` command did.
+    Txn(super::txn::TxnDone),
     Rejected(Rejection),
 }
 

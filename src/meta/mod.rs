@@ -9,7 +9,8 @@
 //! - `liveness`: heartbeat-count clocks;
 //! - `producers`, `writers`: the idempotence state of Kafka producers and
 //!   Durable Streams writers, in the view and on each owner;
-//! - `durable`: the per-stream state of Durable Streams streams (in topic configs).
+//! - `durable`: the per-stream state of Durable Streams streams (in topic configs);
+//! - `txn`: Kafka transactions' coordinator records and their transitions.
 pub mod client;
 pub mod command;
 pub mod conformance;
@@ -23,6 +24,7 @@ pub mod memory_log;
 pub mod open;
 pub mod producers;
 pub mod store_log;
+pub mod txn;
 pub mod view;
 pub mod writers;
 

@@ -171,6 +171,10 @@ pub struct View {
     /// stay readable by older nodes.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tokens: BTreeMap<String, crate::auth::TokenRecord>,
+    /// Kafka transactional ids' coordinator records (`meta::txn`); omitted
+    /// while empty, as for tokens.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub txns: BTreeMap<String, super::txn::TxnRow>,
 }
 
 /// One consumer group's committed offsets: stream -> (offset, metadata).
@@ -365,6 +369,7 @@ impl View {
                     Err(r) => Outcome::Rejected(r),
                 };
             }
+            Command::Txn { id, op } => return self.apply_txn(index, id, op),
         };
         match result {
             Ok(()) => Outcome::Applied,
@@ -1018,6 +1023,45 @@ impl View {
             .remove(id)
             .map(|_| ())
             .ok_or_else(|| Rejection::TokenNotFound(id.to_string()))
+    }
+
+    fn apply_txn(&mut self, index: LogIndex, id: &str, op: &super::txn::TxnOp) -> Outcome {
+        use super::txn::{TxnOp, TxnRefusal};
+        if let TxnOp::AddPartitions { partitions, .. } = op {
+            if let Some(s) = partitions
+                .iter()
+                .find(|s| !self.streams.get(s).is_some_and(|r| r.state != StreamState::Deleted))
+            {
+                return Outcome::Rejected(Rejection::Txn(
+                    TxnRefusal::Invalid,
+                    format!("stream {s} does not exist"),
+                ));
+            }
+        }
+        let ctx = super::txn::TxnContext {
+            index,
+            next_producer_id: &mut self.next_producer_id,
+        };
+        match super::txn::apply(&mut self.txns, ctx, id, op) {
+            Ok((done, committed)) => {
+                // A committed transaction's offsets become its groups' (a
+                // partition deleted meanwhile has nothing to commit to).
+                for (group, offsets) in committed {
+                    let live: Vec<_> = offsets
+                        .into_iter()
+                        .filter(|(s, _, _)| self.streams.get(s).is_some_and(|r| r.state != StreamState::Deleted))
+                        .collect();
+                    if !live.is_empty() {
+                        let g = self.groups.entry(group).or_default();
+                        for (stream, offset, metadata) in live {
+                            g.insert(stream, (offset, metadata));
+                        }
+                    }
+                }
+                Outcome::Txn(done)
+            }
+            Err((why, message)) => Outcome::Rejected(Rejection::Txn(why, message)),
+        }
     }
 
     fn commit_offsets(&mut self, group: &str, offsets: &[(StreamId, i64, Option<String>)]) -> Result<(), Rejection> {

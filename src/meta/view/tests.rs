@@ -7,6 +7,7 @@ mod forks;
 mod group_state;
 mod lifetimes;
 mod tokens;
+mod txn;
 
 fn n(s: &str) -> NodeId {
     NodeId::new(s)
