@@ -26,6 +26,7 @@
 //! without re-checksumming the batch.
 
 pub mod codec;
+pub mod marker;
 use crate::format::{Cursor, FormatError, Result};
 use crate::ids::Offset;
 use bytes::{BufMut, Bytes, BytesMut};

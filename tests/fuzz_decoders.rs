@@ -1014,14 +1014,18 @@ fn data_object_footers_decode_or_fail_without_panicking() {
 
 #[test]
 fn record_batches_decode_or_fail_without_panicking() {
+    use sluice::batch::marker::{decode_marker, encode_marker, Marker};
     use sluice::batch::{decode_records, parse_batch};
     let valid = vec![
         encode_batch(Offset(0), &[record("a"), record("b")]).to_vec(),
         encode_batch(Offset(99), &[record("")]).to_vec(),
+        encode_marker(7, 1, Marker::Commit, 3, 1000).to_vec(),
+        encode_marker(7, 1, Marker::Abort, 3, 1000).to_vec(),
     ];
     fuzz("batch", valid, |b| {
         let _ = parse_batch("batch", b);
         let _ = decode_records("batch", b);
+        let _ = decode_marker("batch", b);
     });
 }
 
