@@ -8,12 +8,14 @@
 //! - [`store`]: the object-store trait and its backends (memory, local
 //!   filesystem, fault injection).
 //! - [`format`]: bounded decoding shared by every stored format.
-//! - [`batch`]: the Kafka record batch format (and its compression codecs):
-//!   what the WAL, data objects and every front door carry.
+//! - [`batch`]: the Kafka record batch format (and its compression codecs,
+//!   and `batch::marker`, transaction markers): what the WAL, data objects
+//!   and every front door carry.
 //! - [`meta`]: the metadata log, the view and its pure `apply`, the proposer,
 //!   and the idempotence state of Kafka producers and Durable Streams writers
 //!   (`meta::producers`, `meta::writers`: the view holds it, each owner keeps
-//!   a copy and checks appends against it).
+//!   a copy and checks appends against it), and Kafka transactions'
+//!   coordinator records (`meta::txn`).
 //! - [`wal`]: segments, the group-commit writer, takeover and replay.
 //! - [`stream`]: per-stream sequencers and buffers, data objects, reads.
 //! - [`api`]: what the front doors ask of a node, as capability traits
@@ -36,7 +38,7 @@
 //! - [`kafka`]: the Kafka front door: the listener and dispatch in
 //!   `kafka/mod.rs`, one module per request family (`produce`, `fetch`,
 //!   `metadata`, `list_offsets`, `producer_ids`, `leader_epoch`, groups,
-//!   admin), bounded framing and request budgets in `kafka::framing`, and
+//!   admin, `delete_records`, `offset_delete`, `describe_producers`), bounded framing and request budgets in `kafka::framing`, and
 //!   per-principal authorization wrapping each capability in `kafka::authz`.
 //! - [`net`]: what both listeners share: TLS, the connection caps (total, per
 //!   client address, and the probe lane past them), read and body timeouts.
