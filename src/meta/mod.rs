@@ -10,7 +10,9 @@
 //! - `producers`, `writers`: the idempotence state of Kafka producers and
 //!   Durable Streams writers, in the view and on each owner;
 //! - `durable`: the per-stream state of Durable Streams streams (in topic configs);
-//! - `txn`: Kafka transactions' coordinator records and their transitions.
+//! - `txn`: Kafka transactions' coordinator records and their transitions;
+//!   `txn_index`: one partition's open and aborted transactions, and its
+//!   last stable offset.
 pub mod client;
 pub mod command;
 pub mod conformance;
@@ -25,6 +27,7 @@ pub mod open;
 pub mod producers;
 pub mod store_log;
 pub mod txn;
+pub mod txn_index;
 pub mod view;
 pub mod writers;
 
