@@ -18,7 +18,7 @@ const FLUSH_WAIT: Duration = Duration::from_secs(30);
 impl Node {
     pub(super) async fn trim_before(&self, topic: &str, partition: u32, before: Option<Offset>) -> ApiResult<Offset> {
         let stream = self.resolve(topic, partition)?;
-        let Some(open) = self.open_stream(stream) else {
+        let Some(open) = self.open_stream_soon(stream).await else {
             return Err(self.not_here(stream));
         };
         let hw = open.high_watermark();
