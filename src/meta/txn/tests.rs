@@ -66,6 +66,23 @@ fn add(producer_id: i64, epoch: i16, ps: &[u32]) -> TxnOp {
     }
 }
 
+fn group(producer_id: i64, epoch: i16, group: &str) -> TxnOp {
+    TxnOp::AddGroup {
+        producer_id,
+        epoch,
+        group: group.into(),
+    }
+}
+
+fn offsets(producer_id: i64, epoch: i16, group: &str, offsets: &[(u32, i64)]) -> TxnOp {
+    TxnOp::CommitOffsets {
+        producer_id,
+        epoch,
+        group: group.into(),
+        offsets: offsets.iter().map(|&(p, o)| (s(p), o, None)).collect(),
+    }
+}
+
 fn end(producer_id: i64, epoch: i16, commit: bool) -> TxnOp {
     TxnOp::End {
         producer_id,
@@ -98,23 +115,9 @@ fn a_commit_goes_ongoing_prepare_complete_and_hands_its_offsets_over() {
     w.apply("t", add(pid, e, &[1, 2])).unwrap();
     assert_eq!(w.row("t").started_at, LogIndex(2), "still the same transaction");
     assert_eq!(w.row("t").partitions.len(), 3);
-    w.apply(
-        "t",
-        TxnOp::AddGroup {
-            producer_id: pid,
-            epoch: e,
-            group: "g".into(),
-        },
-    )
-    .unwrap();
-    let offsets = |o: i64| TxnOp::CommitOffsets {
-        producer_id: pid,
-        epoch: e,
-        group: "g".into(),
-        offsets: vec![(s(0), o, None)],
-    };
-    w.apply("t", offsets(5)).unwrap();
-    w.apply("t", offsets(7)).unwrap();
+    w.apply("t", group(pid, e, "g")).unwrap();
+    w.apply("t", offsets(pid, e, "g", &[(0, 5)])).unwrap();
+    w.apply("t", offsets(pid, e, "g", &[(0, 7)])).unwrap();
     w.apply("t", end(pid, e, true)).unwrap();
     assert_eq!(w.row("t").state, TxnState::PrepareCommit);
     assert_eq!(w.refused("t", add(pid, e, &[3])), TxnRefusal::Concurrent);
@@ -137,25 +140,8 @@ fn a_commit_goes_ongoing_prepare_complete_and_hands_its_offsets_over() {
 fn an_abort_discards_the_offsets() {
     let mut w = World::new();
     let (pid, e) = w.init("t");
-    w.apply(
-        "t",
-        TxnOp::AddGroup {
-            producer_id: pid,
-            epoch: e,
-            group: "g".into(),
-        },
-    )
-    .unwrap();
-    w.apply(
-        "t",
-        TxnOp::CommitOffsets {
-            producer_id: pid,
-            epoch: e,
-            group: "g".into(),
-            offsets: vec![(s(0), 3, None)],
-        },
-    )
-    .unwrap();
+    w.apply("t", group(pid, e, "g")).unwrap();
+    w.apply("t", offsets(pid, e, "g", &[(0, 3)])).unwrap();
     w.apply("t", end(pid, e, false)).unwrap();
     assert_eq!(w.row("t").state, TxnState::PrepareAbort);
     let (_, handed) = w.apply("t", complete(pid, e)).unwrap();
@@ -330,15 +316,7 @@ fn bad_input_is_refused_and_sizes_are_bounded() {
         TxnRefusal::Invalid
     );
     for g in 0..MAX_TXN_GROUPS {
-        w.apply(
-            "t",
-            TxnOp::AddGroup {
-                producer_id: pid,
-                epoch: e,
-                group: format!("g{g}"),
-            },
-        )
-        .unwrap();
+        w.apply("t", group(pid, e, &format!("g{g}"))).unwrap();
     }
     assert_eq!(
         w.refused(
