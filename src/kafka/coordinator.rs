@@ -542,8 +542,9 @@ fn list_groups(engine: &Services, groups: &Groups, req: &ListGroupsRequest) -> V
     // Groups this node coordinates whose record it has not read yet (it
     // took them over after a failover, and no member has called since):
     // listed as their record has them, not as Empty.
+    let loaded: std::collections::BTreeSet<String> = groups.consumer.list().into_iter().map(|(id, _)| id).collect();
     for g in engine.group_offsets.group_states() {
-        if mine(&g) {
+        if mine(&g) && !groups.holds(&g) && !loaded.contains(&g) {
             match engine.group_offsets.group_state(&g).map(|s| s.kind) {
                 Some(k) if k == groups::record::KIND => load(engine, groups, &g),
                 Some(_) => super::consumer_coordinator::load_group(engine, groups, &g),

@@ -19,7 +19,6 @@ use kafka_protocol::protocol::StrBytes;
 use std::time::Duration;
 
 pub const DELETE_RECORDS: i16 = 21;
-pub const REQUEST_TIMED_OUT: i16 = 7;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeleteRecordsRequest {
@@ -93,7 +92,7 @@ pub async fn delete_records(engine: &Services, req: DeleteRecordsRequest) -> Vec
             async move {
                 match tokio::time::timeout(wait, delete_one(engine, &topic, p, o)).await {
                     Ok(answer) => answer,
-                    Err(_) => (p, -1, REQUEST_TIMED_OUT),
+                    Err(_) => (p, -1, code::REQUEST_TIMED_OUT),
                 }
             }
         });

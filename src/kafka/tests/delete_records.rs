@@ -196,6 +196,10 @@ async fn partitions_not_trimmed_within_the_timeout_answer_request_timed_out() {
     // The fake's trims never finish, as a flush that does not come.
     let s: Services = FakeEngine::new(FakeEngine::default_limits()).into();
     for v in versions() {
-        assert_eq!(delete(&s, v, "t", 0, 5, 50).await, (-1, REQUEST_TIMED_OUT), "v{v}");
+        assert_eq!(
+            delete(&s, v, "t", 0, 5, 50).await,
+            (-1, code::REQUEST_TIMED_OUT),
+            "v{v}"
+        );
     }
 }

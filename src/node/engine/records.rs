@@ -370,7 +370,7 @@ impl Records for Node {
 
     async fn producers(&self, topic: &str, partition: u32) -> ApiResult<Vec<ProducerState>> {
         let id = self.resolve(topic, partition)?;
-        match self.open_stream(id) {
+        match self.open_stream_soon(id).await {
             Some(open) => Ok(open.producers()),
             None => Err(self.not_here(id)),
         }
