@@ -24,7 +24,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
-use support::kafka::Cluster;
+use support::kafka::{installed, Cluster};
 use tokio::io::AsyncWriteExt;
 
 /// Creates `topic` over HTTP, waits until every node sees every partition
@@ -139,22 +139,6 @@ async fn http_read(url: &str, topic: &str, partition: u32, from: u64) -> Vec<Rec
             headers: serde_json::from_value(r["headers"].clone()).unwrap(),
         })
         .collect()
-}
-
-/// Whether a client is installed; skips (or, under CI, fails) when not.
-fn have(what: &str, probe: &mut std::process::Command) -> bool {
-    let ok = probe
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        if std::env::var_os("CI").is_some() {
-            panic!("{what} is missing but CI is set: run scripts/services.sh install");
-        }
-        eprintln!("skipping: {what} is missing (scripts/services.sh install installs it)");
-    }
-    ok
 }
 
 fn repo(path: &str) -> PathBuf {
@@ -277,7 +261,7 @@ impl Client {
                 cmd
             }
         };
-        have(self.name(), &mut probe)
+        installed(self.name(), &mut probe)
     }
 
     /// The driver script with `args` (every client but kcat).

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
-use support::kafka::{repo, Cluster};
+use support::kafka::{installed, repo, Cluster};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
 async fn create(c: &Cluster, topic: &str, partitions: u32) {
@@ -51,23 +51,12 @@ async fn append(c: &Cluster, topic: &str, tag: &str, n: usize, partitions: u32) 
 }
 
 fn confluent_installed() -> bool {
-    let ok = std::process::Command::new("python3")
-        .env("PYTHONPATH", repo(".services/python"))
-        .args([
-            "-c",
-            "import confluent_kafka; assert confluent_kafka.libversion()[1] >= 0x020a0000",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        if std::env::var_os("CI").is_some() {
-            panic!("confluent-kafka (librdkafka >= 2.10) is missing but CI is set: run scripts/services.sh install");
-        }
-        eprintln!("skipping: confluent-kafka with librdkafka >= 2.10 is missing");
-    }
-    ok
+    let mut probe = std::process::Command::new("python3");
+    probe.env("PYTHONPATH", repo(".services/python")).args([
+        "-c",
+        "import confluent_kafka; assert confluent_kafka.libversion()[1] >= 0x020a0000",
+    ]);
+    installed("confluent-kafka (librdkafka >= 2.10)", &mut probe)
 }
 
 /// One member process and the events it printed so far.

@@ -86,23 +86,30 @@ pub fn python() -> tokio::process::Command {
     cmd
 }
 
-/// Whether Python `module` is installed; a test that needs it skips when
-/// it is not, and fails when `CI` is set.
-pub fn python_module_installed(module: &str) -> bool {
-    let ok = std::process::Command::new("python3")
-        .env("PYTHONPATH", repo(".services/python"))
-        .args(["-c", &format!("import {module}")])
+/// Whether `what` is installed, by whether `probe` succeeds; a test that
+/// needs it skips when it is not, and fails when `CI` is set.
+pub fn installed(what: &str, probe: &mut std::process::Command) -> bool {
+    let ok = probe
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success());
     if !ok {
         if std::env::var_os("CI").is_some() {
-            panic!("{module} is missing but CI is set: run scripts/services.sh install");
+            panic!("{what} is missing but CI is set: run scripts/services.sh install");
         }
-        eprintln!("skipping: {module} is missing (scripts/services.sh install installs it)");
+        eprintln!("skipping: {what} is missing (scripts/services.sh install installs it)");
     }
     ok
+}
+
+/// [`installed`] for Python `module` among the installed clients.
+pub fn python_module_installed(module: &str) -> bool {
+    let mut probe = std::process::Command::new("python3");
+    probe
+        .env("PYTHONPATH", repo(".services/python"))
+        .args(["-c", &format!("import {module}")]);
+    installed(module, &mut probe)
 }
 
 /// One node with `--auth on` and `admin_secret` as its bootstrap admin
