@@ -246,10 +246,25 @@ fn distinct(log: &Log) -> usize {
         .len()
 }
 
-async fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
+/// Wait until `f` holds; on a timeout print what the members reported
+/// besides records (assignments, commits, errors), so a failure in CI
+/// says where the group got stuck.
+async fn wait_until(log: &Log, what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
     let deadline = Instant::now() + timeout;
     while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        if Instant::now() >= deadline {
+            let log = log.lock().unwrap();
+            let start = log.first().map(|s| s.at);
+            eprintln!(
+                "timed out waiting for {what}; {} events, the members' non-record ones:",
+                log.len()
+            );
+            for s in log.iter().filter(|s| s.event["event"] != "record") {
+                let t = start.map_or(0.0, |t0| (s.at - t0).as_secs_f64());
+                eprintln!("  {t:8.3}s {} {}", s.member, s.event);
+            }
+            panic!("timed out waiting for {what}");
+        }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -298,7 +313,12 @@ impl Cluster {
             .collect();
         let client = reqwest::Client::new();
         support::http::create_topic(&client, &nodes[0].url, TOPIC, PARTITIONS).await;
-        assert!(support::http::wait_open(&client, &nodes[0].url, TOPIC).await);
+        // Every node's view, not only the creator's: members bootstrap
+        // through either, and a Metadata answer without the topic's
+        // partitions gives the first generation an empty assignment.
+        for n in &nodes {
+            assert!(support::http::wait_open(&client, &n.url, TOPIC).await);
+        }
         Cluster {
             nodes,
             client,
@@ -477,17 +497,17 @@ async fn scenario(family: Family, opts: MemberOpts, kill_coordinator: bool) {
         // kcat reports no assignments: give both time to join.
         tokio::time::sleep(Duration::from_secs(8)).await;
     } else {
-        wait_until("both members to own partitions", Duration::from_secs(90), || {
+        wait_until(&log, "both members to own partitions", Duration::from_secs(90), || {
             owns_partitions(&log, &a_name) && owns_partitions(&log, &b_name)
         })
         .await;
     }
     produce(&c.client, &c.urls(), 0, FIRST).await;
-    wait_until("both members to read", Duration::from_secs(90), || {
+    wait_until(&log, "both members to read", Duration::from_secs(90), || {
         !events(&log, Some(&a_name), "record").is_empty() && !events(&log, Some(&b_name), "record").is_empty()
     })
     .await;
-    wait_until("a third of the records", Duration::from_secs(90), || {
+    wait_until(&log, "a third of the records", Duration::from_secs(90), || {
         distinct(&log) as u64 >= FIRST / 3
     })
     .await;
@@ -516,7 +536,7 @@ async fn scenario(family: Family, opts: MemberOpts, kill_coordinator: bool) {
     c.nodes.sort_by_key(|n| n.node_id == victim);
     c.kill(&victim);
     producer.await.unwrap();
-    wait_until("every record", Duration::from_secs(120), || {
+    wait_until(&log, "every record", Duration::from_secs(120), || {
         distinct(&log) as u64 == FIRST + SECOND
     })
     .await;
@@ -525,7 +545,7 @@ async fn scenario(family: Family, opts: MemberOpts, kill_coordinator: bool) {
     a.leave().await;
 
     let mut resumed = Member::spawn(family, &c_name, &bootstrap, &group, &opts, &log).await;
-    wait_until("the resumed member's assignment", Duration::from_secs(60), || {
+    wait_until(&log, "the resumed member's assignment", Duration::from_secs(60), || {
         !events(&log, Some(&c_name), "assigned").is_empty() || family == Family::Kcat
     })
     .await;
@@ -674,12 +694,12 @@ async fn a_classic_group_carries_on_through_a_coordinator_kill_9() {
     let bootstrap = c.bootstrap();
     let mut a = Member::spawn(Family::Confluent, "a", &bootstrap, group, &opts, &log).await;
     let mut b = Member::spawn(Family::Confluent, "b", &bootstrap, group, &opts, &log).await;
-    wait_until("every first record", Duration::from_secs(90), || {
+    wait_until(&log, "every first record", Duration::from_secs(90), || {
         distinct(&log) as u64 == FIRST
     })
     .await;
     // Settled: both members own partitions and nothing moves any more.
-    wait_until("a settled assignment", Duration::from_secs(30), || {
+    wait_until(&log, "a settled assignment", Duration::from_secs(30), || {
         let last = log
             .lock()
             .unwrap()
@@ -696,7 +716,7 @@ async fn a_classic_group_carries_on_through_a_coordinator_kill_9() {
     let killed_at = Instant::now();
     c.kill(&coordinator);
     produce(&c.client, &c.urls(), FIRST, SECOND).await;
-    wait_until("every record", Duration::from_secs(120), || {
+    wait_until(&log, "every record", Duration::from_secs(120), || {
         distinct(&log) as u64 == FIRST + SECOND
     })
     .await;
@@ -723,7 +743,7 @@ async fn a_classic_group_carries_on_through_a_coordinator_kill_9() {
     a.leave().await;
     b.leave().await;
     let mut resumed = Member::spawn(Family::Confluent, "c", &bootstrap, group, &opts, &log).await;
-    wait_until("the resumed member's assignment", Duration::from_secs(60), || {
+    wait_until(&log, "the resumed member's assignment", Duration::from_secs(60), || {
         !events(&log, Some("c"), "assigned").is_empty()
     })
     .await;
@@ -773,12 +793,12 @@ async fn a_static_member_restarts_without_a_rebalance() {
     let bootstrap = c.bootstrap();
     let mut a = Member::spawn(Family::Confluent, "a", &bootstrap, group, &opts("ia"), &log).await;
     let mut b = Member::spawn(Family::Confluent, "b", &bootstrap, group, &opts("ib"), &log).await;
-    wait_until("both members to own partitions", Duration::from_secs(60), || {
+    wait_until(&log, "both members to own partitions", Duration::from_secs(60), || {
         let last = |m: &str| events(&log, Some(m), "assigned").last().map(|s| s.event["partitions"].clone());
         matches!((last("a"), last("b")), (Some(x), Some(y)) if !x.as_array().unwrap().is_empty() && !y.as_array().unwrap().is_empty())
     })
     .await;
-    wait_until("a settled assignment", Duration::from_secs(30), || {
+    wait_until(&log, "a settled assignment", Duration::from_secs(30), || {
         let last = log
             .lock()
             .unwrap()
@@ -794,12 +814,15 @@ async fn a_static_member_restarts_without_a_rebalance() {
     a.leave().await;
     let restarted_at = Instant::now();
     let mut a2 = Member::spawn(Family::Confluent, "a2", &bootstrap, group, &opts("ia"), &log).await;
-    wait_until("the restarted member's assignment", Duration::from_secs(60), || {
-        !events(&log, Some("a2"), "assigned").is_empty()
-    })
+    wait_until(
+        &log,
+        "the restarted member's assignment",
+        Duration::from_secs(60),
+        || !events(&log, Some("a2"), "assigned").is_empty(),
+    )
     .await;
     produce(&c.client, &c.urls(), FIRST, SECOND).await;
-    wait_until("every record", Duration::from_secs(90), || {
+    wait_until(&log, "every record", Duration::from_secs(90), || {
         distinct(&log) as u64 == FIRST + SECOND
     })
     .await;
