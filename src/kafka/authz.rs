@@ -280,6 +280,14 @@ impl ProducerIds for Scoped<dyn ProducerIds> {
     async fn init_producer_id(&self) -> ApiResult<i64> {
         self.inner.init_producer_id().await
     }
+    /// A transactional id is not a scoped resource yet: any authenticated
+    /// client may coordinate one; its appends are checked per topic.
+    async fn transaction(&self, id: &str, req: TxnRequest) -> ApiResult<TxnAnswer> {
+        self.inner.transaction(id, req).await
+    }
+    fn transactions(&self) -> Vec<(String, TxnSummary)> {
+        self.inner.transactions()
+    }
 }
 
 #[async_trait]

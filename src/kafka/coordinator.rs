@@ -81,8 +81,10 @@ pub(super) async fn group_request(
             let found: Vec<FoundCoordinator> = req
                 .keys
                 .iter()
+                // Key type 0: a consumer group; 1: a transactional id,
+                // placed the same way.
                 .map(|k| match coordinator_of(engine, k) {
-                    Some((id, addr)) if req.key_type == 0 => {
+                    Some((id, addr)) if matches!(req.key_type, 0 | 1) => {
                         let (host, port) = split_addr(&addr);
                         FoundCoordinator {
                             key: k.clone(),

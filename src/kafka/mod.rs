@@ -59,6 +59,7 @@ pub mod producer_ids;
 pub mod proto;
 pub mod sasl;
 pub mod scram_users;
+pub mod txn_coordinator;
 pub mod versions;
 pub mod wire;
 
@@ -656,7 +657,7 @@ async fn handle_with(
         }
         producer_ids::INIT_PRODUCER_ID => {
             let req = producer_ids::decode_init_producer_id(&mut r, version)?;
-            let resp = producer_ids::init_producer_id(engine, &req).await;
+            let resp = producer_ids::init_producer_id(engine, &req, version).await;
             producer_ids::encode_init_producer_id(&mut w, version, &resp)?;
         }
         leader_epoch::OFFSET_FOR_LEADER_EPOCH => {

@@ -60,17 +60,28 @@ pub fn encode_init_producer_id(w: &mut Writer, version: i16, resp: &InitProducer
     w.message(&m, version)
 }
 
-/// A fresh producer id at epoch 0. Transactional ids are refused:
-/// transactions are not implemented (FindCoordinator for a transaction key
-/// answers `COORDINATOR_NOT_AVAILABLE` as well).
-pub async fn init_producer_id(engine: &Services, req: &InitProducerIdRequest) -> InitProducerIdResponse {
+/// A fresh producer id at epoch 0; with a transactional id, the id's
+/// coordinator answers (`txn_coordinator::init`).
+pub async fn init_producer_id(engine: &Services, req: &InitProducerIdRequest, version: i16) -> InitProducerIdResponse {
     let fail = |error_code| InitProducerIdResponse {
         error_code,
         producer_id: -1,
         producer_epoch: -1,
     };
-    if req.transactional_id.is_some() {
-        return fail(code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
+    if let Some(id) = &req.transactional_id {
+        let (error_code, producer_id, producer_epoch) = super::txn_coordinator::init(
+            engine,
+            id,
+            req.transaction_timeout_ms,
+            (req.producer_id, req.producer_epoch),
+            version,
+        )
+        .await;
+        return InitProducerIdResponse {
+            error_code,
+            producer_id,
+            producer_epoch,
+        };
     }
     match engine.producer_ids.init_producer_id().await {
         Ok(producer_id) => InitProducerIdResponse {

@@ -1349,12 +1349,10 @@ async fn idempotent_produce_dedups_retries_and_refuses_gaps() {
     assert_eq!((error, epoch), (code::NONE, 0));
     let (_, other, _) = init_producer_id(&mut call(engine, init_producer_id_request(None)).await);
     assert_ne!(pid, other, "every InitProducerId gets a new id");
-    let (error, ..) = init_producer_id(&mut call(engine, init_producer_id_request(Some("tx"))).await);
-    assert_eq!(
-        error,
-        code::TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-        "transactions are refused"
-    );
+    let (error, txn_pid, epoch) = init_producer_id(&mut call(engine, init_producer_id_request(Some("tx"))).await);
+    assert_eq!((error, epoch), (code::NONE, 0), "a transactional id's first producer");
+    let again = init_producer_id(&mut call(engine, init_producer_id_request(Some("tx"))).await);
+    assert_eq!(again, (code::NONE, txn_pid, 1), "the same id, the epoch bumped");
 
     assert_eq!(
         produce_idempotent(engine, "idem", pid, 0, &["a", "b"]).await,

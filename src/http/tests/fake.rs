@@ -465,6 +465,12 @@ impl ProducerIds for FakeEngine {
     async fn init_producer_id(&self) -> ApiResult<i64> {
         Err(unsupported("idempotent producers"))
     }
+    async fn transaction(&self, _id: &str, _req: TxnRequest) -> ApiResult<TxnAnswer> {
+        Err(unsupported("transactions"))
+    }
+    fn transactions(&self) -> Vec<(String, TxnSummary)> {
+        Vec::new()
+    }
 }
 
 /// Auth is off: nobody needs a token and none can be issued.

@@ -1,0 +1,339 @@
+//! The transaction coordinator's request handling: what InitProducerId
+//! with a transactional id, AddPartitionsToTxn, AddOffsetsToTxn,
+//! TxnOffsetCommit, EndTxn, DescribeTransactions and ListTransactions
+//! answer. Every change is one op on the transactional id's record in the
+//! metadata log (`meta::txn`, applied purely); this module only checks that
+//! this node coordinates the id, turns refusals into Kafka's error codes,
+//! and finishes a transaction it finds ending.
+//!
+//! A transactional id is placed like a consumer group
+//! ([`group_placement`](super::group_placement)): every node computes the
+//! same coordinator from its view of the live nodes, so when the
+//! coordinator dies the next one carries on from the record.
+//!
+//! Not built yet (issue 18): transactional batches are still refused at
+//! Produce, so no partition holds transactional data and a transaction
+//! completes without markers; `transaction.timeout.ms` is recorded, not
+//! enforced. See `docs/design/transactions.md`.
+
+use super::code;
+use super::group_placement::check_coordinator;
+use super::groups::code as gcode;
+use crate::api::{ErrorCode, GroupOffset, Services, TxnRequest, TxnSummary};
+use crate::meta::txn::{TxnDone, TxnRefusal, TxnState, MAX_TXN_TIMEOUT_MS};
+
+pub const INVALID_TXN_STATE: i16 = 48;
+pub const INVALID_PRODUCER_ID_MAPPING: i16 = 49;
+pub const INVALID_TRANSACTION_TIMEOUT: i16 = 50;
+pub const CONCURRENT_TRANSACTIONS: i16 = 51;
+pub const PRODUCER_FENCED: i16 = 90;
+pub const TRANSACTIONAL_ID_NOT_FOUND: i16 = 105;
+
+/// How often one request finishes an ending transaction and tries again
+/// before answering `CONCURRENT_TRANSACTIONS` (the client retries).
+const FINISH_ATTEMPTS: usize = 3;
+
+/// Which code a fenced producer gets: `PRODUCER_FENCED` from the request
+/// version on which Kafka introduced it (KIP-588), `INVALID_PRODUCER_EPOCH`
+/// before.
+#[derive(Debug, Clone, Copy)]
+pub struct Fencing {
+    pub producer_fenced: bool,
+}
+
+impl Fencing {
+    pub fn since(version: i16, first: i16) -> Self {
+        Self {
+            producer_fenced: version >= first,
+        }
+    }
+}
+
+/// Kafka's code for a refusal of the record.
+pub fn refusal_code(why: TxnRefusal, fencing: Fencing) -> i16 {
+    match why {
+        TxnRefusal::Fenced if fencing.producer_fenced => PRODUCER_FENCED,
+        TxnRefusal::Fenced => code::INVALID_PRODUCER_EPOCH,
+        TxnRefusal::UnknownProducer => INVALID_PRODUCER_ID_MAPPING,
+        TxnRefusal::Concurrent => CONCURRENT_TRANSACTIONS,
+        TxnRefusal::InvalidState => INVALID_TXN_STATE,
+        TxnRefusal::Invalid => code::INVALID_REQUEST,
+    }
+}
+
+/// Apply `req` to `id`'s record, on the coordinator. A transaction found
+/// ending (a Prepare state the previous request or a dead coordinator left)
+/// is finished first and `req` tried again.
+async fn run(engine: &Services, id: &str, req: TxnRequest, fencing: Fencing) -> Result<TxnDone, i16> {
+    check_coordinator(engine, id)?;
+    for _ in 0..FINISH_ATTEMPTS {
+        match engine.producer_ids.transaction(id, req.clone()).await {
+            Ok(Ok(TxnDone::Fencing)) | Ok(Err((TxnRefusal::Concurrent, _))) => finish(engine, id).await?,
+            Ok(Ok(done)) => return Ok(done),
+            Ok(Err((why, message))) => {
+                tracing::debug!(transactional_id = id, ?why, "transaction op refused: {message}");
+                return Err(refusal_code(why, fencing));
+            }
+            Err(e) => return Err(api_code(e.code)),
+        }
+    }
+    Err(CONCURRENT_TRANSACTIONS)
+}
+
+/// Complete the transaction `id`'s record says is ending. (Markers go
+/// first once transactional batches are accepted; none can exist yet.)
+async fn finish(engine: &Services, id: &str) -> Result<(), i16> {
+    let Some(row) = engine.producer_ids.transactions().into_iter().find(|(t, _)| t == id) else {
+        return Ok(());
+    };
+    let row = row.1;
+    if !matches!(row.state, TxnState::PrepareCommit | TxnState::PrepareAbort) {
+        return Ok(());
+    }
+    let req = TxnRequest::Complete {
+        producer_id: row.producer_id,
+        epoch: row.producer_epoch,
+    };
+    match engine.producer_ids.transaction(id, req).await {
+        // Refused: another request completed it meanwhile.
+        Ok(_) => Ok(()),
+        Err(e) => Err(api_code(e.code)),
+    }
+}
+
+/// An error reaching the log or resolving a partition, as Kafka answers it.
+fn api_code(e: ErrorCode) -> i16 {
+    match e {
+        ErrorCode::TopicNotFound | ErrorCode::PartitionNotFound => code::UNKNOWN_TOPIC_OR_PARTITION,
+        e if e.retryable() => gcode::COORDINATOR_NOT_AVAILABLE,
+        _ => code::UNKNOWN_SERVER_ERROR,
+    }
+}
+
+/// InitProducerId with a transactional id: the producer id and a bumped
+/// epoch (the previous instance is fenced; a transaction it left open is
+/// aborted first). `(error, producer id, epoch)`.
+pub async fn init(engine: &Services, id: &str, timeout_ms: i32, expected: (i64, i16), version: i16) -> (i16, i64, i16) {
+    let Ok(timeout_ms) = u32::try_from(timeout_ms) else {
+        return (INVALID_TRANSACTION_TIMEOUT, -1, -1);
+    };
+    if timeout_ms == 0 || timeout_ms > MAX_TXN_TIMEOUT_MS {
+        return (INVALID_TRANSACTION_TIMEOUT, -1, -1);
+    }
+    let expected = (expected.0 >= 0).then_some(expected);
+    let req = TxnRequest::Init { timeout_ms, expected };
+    match run(engine, id, req, Fencing::since(version, 4)).await {
+        Ok(TxnDone::Producer { producer_id, epoch }) => (code::NONE, producer_id, epoch),
+        Ok(_) => (CONCURRENT_TRANSACTIONS, -1, -1),
+        Err(e) => (e, -1, -1),
+    }
+}
+
+/// AddPartitionsToTxn for one transaction: every partition's code (all the
+/// same: the op is one change to the record). `verify_only` (KIP-890, a
+/// partition leader asking) changes nothing and answers, per partition,
+/// whether the transaction is ongoing and writes it.
+pub async fn add_partitions(
+    engine: &Services,
+    id: &str,
+    producer: (i64, i16),
+    partitions: &[(String, Vec<i32>)],
+    verify_only: bool,
+    version: i16,
+) -> Vec<(String, Vec<(i32, i16)>)> {
+    let fencing = Fencing::since(version, 2);
+    let answer = |f: &dyn Fn(&str, i32) -> i16| {
+        partitions
+            .iter()
+            .map(|(t, ps)| (t.clone(), ps.iter().map(|&p| (p, f(t, p))).collect()))
+            .collect()
+    };
+    if let Err(e) = check_coordinator(engine, id) {
+        return answer(&|_, _| e);
+    }
+    if verify_only {
+        let row = engine.producer_ids.transactions().into_iter().find(|(t, _)| t == id);
+        return answer(&|t, p| verify(row.as_ref().map(|r| &r.1), producer, t, p, fencing));
+    }
+    let mut named = Vec::new();
+    for (t, ps) in partitions {
+        for &p in ps {
+            match u32::try_from(p) {
+                Ok(p) => named.push((t.clone(), p)),
+                Err(_) => return answer(&|_, _| code::UNKNOWN_TOPIC_OR_PARTITION),
+            }
+        }
+    }
+    let req = TxnRequest::AddPartitions {
+        producer_id: producer.0,
+        epoch: producer.1,
+        partitions: named,
+    };
+    let e = match run(engine, id, req, fencing).await {
+        Ok(_) => code::NONE,
+        Err(e) => e,
+    };
+    answer(&|_, _| e)
+}
+
+fn verify(row: Option<&TxnSummary>, producer: (i64, i16), topic: &str, partition: i32, fencing: Fencing) -> i16 {
+    let Some(row) = row else {
+        return INVALID_PRODUCER_ID_MAPPING;
+    };
+    if row.producer_id != producer.0 {
+        return INVALID_PRODUCER_ID_MAPPING;
+    }
+    if row.producer_epoch != producer.1 {
+        return refusal_code(TxnRefusal::Fenced, fencing);
+    }
+    let added = u32::try_from(partition).is_ok_and(|p| row.partitions.iter().any(|(t, q)| t == topic && *q == p));
+    if row.state == TxnState::Ongoing && added {
+        code::NONE
+    } else {
+        INVALID_TXN_STATE
+    }
+}
+
+/// AddOffsetsToTxn: the transaction commits offsets of `group`.
+pub async fn add_offsets(engine: &Services, id: &str, producer: (i64, i16), group: &str, version: i16) -> i16 {
+    let req = TxnRequest::AddGroup {
+        producer_id: producer.0,
+        epoch: producer.1,
+        group: group.to_string(),
+    };
+    match run(engine, id, req, Fencing::since(version, 2)).await {
+        Ok(_) => code::NONE,
+        Err(e) => e,
+    }
+}
+
+/// TxnOffsetCommit: offsets the transaction commits for `group`, held in
+/// the record until it commits. Every partition gets the same code.
+pub async fn commit_offsets(
+    engine: &Services,
+    id: &str,
+    producer: (i64, i16),
+    group: &str,
+    offsets: Vec<GroupOffset>,
+) -> i16 {
+    let req = TxnRequest::CommitOffsets {
+        producer_id: producer.0,
+        epoch: producer.1,
+        group: group.to_string(),
+        offsets,
+    };
+    // Kafka has answered PRODUCER_FENCED here at every version.
+    match run(engine, id, req, Fencing::since(0, 0)).await {
+        Ok(_) => code::NONE,
+        Err(e) => e,
+    }
+}
+
+/// EndTxn: commit or abort, then finish the transaction.
+pub async fn end(engine: &Services, id: &str, producer: (i64, i16), commit: bool, version: i16) -> i16 {
+    let req = TxnRequest::End {
+        producer_id: producer.0,
+        epoch: producer.1,
+        commit,
+    };
+    match run(engine, id, req, Fencing::since(version, 2)).await {
+        Ok(_) => match finish(engine, id).await {
+            Ok(()) => code::NONE,
+            Err(e) => e,
+        },
+        Err(e) => e,
+    }
+}
+
+/// DescribeTransactions: per id, its record (or `TRANSACTIONAL_ID_NOT_FOUND`,
+/// `NOT_COORDINATOR`).
+pub fn describe(engine: &Services, ids: &[String]) -> Vec<(String, Result<TxnSummary, i16>)> {
+    let all = engine.producer_ids.transactions();
+    ids.iter()
+        .map(|id| {
+            let found = check_coordinator(engine, id).and_then(|()| {
+                all.iter()
+                    .find(|(t, _)| t == id)
+                    .map(|(_, s)| s.clone())
+                    .ok_or(TRANSACTIONAL_ID_NOT_FOUND)
+            });
+            (id.clone(), found)
+        })
+        .collect()
+}
+
+/// ListTransactions: the ids this node coordinates, filtered by state name
+/// and producer id (empty filters match all). Also the asked state names
+/// that are not states.
+pub fn list(
+    engine: &Services,
+    states: &[String],
+    producer_ids: &[i64],
+) -> (Vec<(String, i64, &'static str)>, Vec<String>) {
+    const ALL: [TxnState; 6] = [
+        TxnState::Empty,
+        TxnState::Ongoing,
+        TxnState::PrepareCommit,
+        TxnState::PrepareAbort,
+        TxnState::CompleteCommit,
+        TxnState::CompleteAbort,
+    ];
+    let unknown = states
+        .iter()
+        .filter(|s| !ALL.iter().any(|a| a.name() == s.as_str()))
+        .cloned()
+        .collect();
+    let listed = engine
+        .producer_ids
+        .transactions()
+        .into_iter()
+        .filter(|(id, s)| {
+            check_coordinator(engine, id).is_ok()
+                && (states.is_empty() || states.iter().any(|n| n == s.state.name()))
+                && (producer_ids.is_empty() || producer_ids.contains(&s.producer_id))
+        })
+        .map(|(id, s)| (id, s.producer_id, s.state.name()))
+        .collect();
+    (listed, unknown)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fenced_producer_gets_the_code_of_its_request_version() {
+        let old = Fencing::since(1, 2);
+        let new = Fencing::since(2, 2);
+        assert_eq!(refusal_code(TxnRefusal::Fenced, old), code::INVALID_PRODUCER_EPOCH);
+        assert_eq!(refusal_code(TxnRefusal::Fenced, new), PRODUCER_FENCED);
+        assert_eq!(refusal_code(TxnRefusal::Concurrent, new), CONCURRENT_TRANSACTIONS);
+        assert_eq!(refusal_code(TxnRefusal::InvalidState, new), INVALID_TXN_STATE);
+        assert_eq!(
+            refusal_code(TxnRefusal::UnknownProducer, new),
+            INVALID_PRODUCER_ID_MAPPING
+        );
+    }
+
+    #[test]
+    fn verify_only_answers_per_partition_whether_the_transaction_writes_it() {
+        let row = TxnSummary {
+            producer_id: 7,
+            producer_epoch: 2,
+            state: TxnState::Ongoing,
+            timeout_ms: 60_000,
+            partitions: vec![("t".into(), 0)],
+        };
+        let f = Fencing::since(4, 2);
+        assert_eq!(verify(Some(&row), (7, 2), "t", 0, f), code::NONE);
+        assert_eq!(verify(Some(&row), (7, 2), "t", 1, f), INVALID_TXN_STATE);
+        assert_eq!(verify(Some(&row), (7, 1), "t", 0, f), PRODUCER_FENCED);
+        assert_eq!(verify(Some(&row), (8, 2), "t", 0, f), INVALID_PRODUCER_ID_MAPPING);
+        assert_eq!(verify(None, (7, 2), "t", 0, f), INVALID_PRODUCER_ID_MAPPING);
+        let ended = TxnSummary {
+            state: TxnState::CompleteCommit,
+            ..row
+        };
+        assert_eq!(verify(Some(&ended), (7, 2), "t", 0, f), INVALID_TXN_STATE);
+    }
+}
