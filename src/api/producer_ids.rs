@@ -42,6 +42,11 @@ pub enum TxnRequest {
         epoch: i16,
         commit: bool,
     },
+    /// The coordinator aborts an ongoing transaction past its timeout.
+    Abort {
+        producer_id: i64,
+        epoch: i16,
+    },
     Complete {
         producer_id: i64,
         epoch: i16,
@@ -55,6 +60,9 @@ pub struct TxnSummary {
     pub producer_epoch: i16,
     pub state: TxnState,
     pub timeout_ms: u32,
+    /// The log index at which the transaction became ongoing: with the
+    /// producer id and epoch, which transaction this is.
+    pub started_at: u64,
     /// The partitions of the ongoing (or ending) transaction.
     pub partitions: Vec<(String, u32)>,
 }

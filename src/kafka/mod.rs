@@ -207,10 +207,12 @@ pub async fn serve_with(
     let node_span = crate::telemetry::node_span(&me.node_id, me.epoch);
     let ticker = tokio::spawn({
         let (groups, engine) = (groups.clone(), engine.clone());
+        let txn_timers = txn_coordinator::TxnTimers::default();
         async move {
             let mut every = tokio::time::interval(Duration::from_millis(250));
             loop {
                 every.tick().await;
+                txn_coordinator::tick(&engine, &txn_timers, tokio::time::Instant::now()).await;
                 groups.tick(tokio::time::Instant::now());
                 coordinator::persist_dirty(&engine, &groups).await;
                 consumer_coordinator::tick(&engine, &groups, tokio::time::Instant::now()).await;

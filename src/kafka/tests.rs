@@ -21,6 +21,7 @@ mod group_codecs;
 mod group_state;
 mod log_dirs;
 mod offset_delete;
+mod txn;
 
 const OPTS: Options = Options {
     max_frame_bytes: 1 << 20,

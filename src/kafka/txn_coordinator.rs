@@ -11,16 +11,26 @@
 //! same coordinator from its view of the live nodes, so when the
 //! coordinator dies the next one carries on from the record.
 //!
+//! [`tick`], on the front door's ticker, is the coordinator's own work:
+//! it finishes every transaction it finds ending (one a dead coordinator
+//! left in a Prepare state) and aborts an ongoing one that outlived its
+//! `transaction.timeout.ms` on this node's clock (the abort bumps the
+//! epoch, so the producer that let it expire is fenced). A new coordinator
+//! times a transaction from when it first sees it.
+//!
 //! Not built yet (issue 18): transactional batches are still refused at
 //! Produce, so no partition holds transactional data and a transaction
-//! completes without markers; `transaction.timeout.ms` is recorded, not
-//! enforced. See `docs/design/transactions.md`.
+//! completes without markers. See `docs/design/transactions.md`.
 
 use super::code;
 use super::group_placement::check_coordinator;
 use super::groups::code as gcode;
 use crate::api::{ErrorCode, GroupOffset, Services, TxnRequest, TxnSummary};
 use crate::meta::txn::{TxnDone, TxnRefusal, TxnState, MAX_TXN_TIMEOUT_MS};
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+use tokio::time::Instant;
 
 pub const INVALID_TXN_STATE: i16 = 48;
 pub const INVALID_PRODUCER_ID_MAPPING: i16 = 49;
@@ -297,6 +307,93 @@ pub fn list(
     (listed, unknown)
 }
 
+/// When this node first saw each ongoing transaction it coordinates:
+/// transactional id -> ((producer id, epoch, started at), first seen).
+#[derive(Debug, Default)]
+pub struct TxnTimers {
+    seen: Mutex<HashMap<String, ((i64, i16, u64), Instant)>>,
+}
+
+/// What the coordinator should do about one record now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Due {
+    Nothing,
+    Finish,
+    Abort,
+}
+
+impl TxnTimers {
+    /// Decide for every record (`coordinated`: this node coordinates it),
+    /// and forget the timers of transactions no longer ongoing here.
+    fn due(
+        &self,
+        rows: &[(String, TxnSummary)],
+        coordinated: impl Fn(&str) -> bool,
+        now: Instant,
+    ) -> Vec<(String, Due)> {
+        let mut seen = self.seen.lock().unwrap();
+        let mut out = Vec::new();
+        let mut live = std::collections::HashSet::new();
+        for (id, s) in rows {
+            if !coordinated(id) {
+                continue;
+            }
+            let due = match s.state {
+                TxnState::PrepareCommit | TxnState::PrepareAbort => Due::Finish,
+                TxnState::Ongoing => {
+                    live.insert(id.as_str());
+                    let key = (s.producer_id, s.producer_epoch, s.started_at);
+                    let entry = seen.entry(id.clone()).or_insert((key, now));
+                    if entry.0 != key {
+                        *entry = (key, now);
+                    }
+                    if now.duration_since(entry.1) >= Duration::from_millis(u64::from(s.timeout_ms)) {
+                        Due::Abort
+                    } else {
+                        Due::Nothing
+                    }
+                }
+                _ => Due::Nothing,
+            };
+            if due != Due::Nothing {
+                out.push((id.clone(), due));
+            }
+        }
+        seen.retain(|id, _| live.contains(id.as_str()));
+        out
+    }
+}
+
+/// The coordinator's periodic work (see the module doc).
+pub async fn tick(engine: &Services, timers: &TxnTimers, now: Instant) {
+    let rows = engine.producer_ids.transactions();
+    if rows.is_empty() {
+        return;
+    }
+    let due = timers.due(&rows, |id| check_coordinator(engine, id).is_ok(), now);
+    for (id, due) in due {
+        if due == Due::Abort {
+            let Some((_, s)) = rows.iter().find(|(t, _)| *t == id) else {
+                continue;
+            };
+            let req = TxnRequest::Abort {
+                producer_id: s.producer_id,
+                epoch: s.producer_epoch,
+            };
+            match engine.producer_ids.transaction(&id, req).await {
+                Ok(Ok(_)) => {
+                    tracing::info!(transactional_id = %id, "transaction timed out after {} ms: aborted", s.timeout_ms)
+                }
+                Ok(Err(_)) => continue, // changed meanwhile
+                Err(_) => return,       // the log is out of reach: next tick
+            }
+        }
+        if finish(engine, &id).await.is_err() {
+            return;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -315,6 +412,56 @@ mod tests {
         );
     }
 
+    fn summary(state: TxnState, epoch: i16, started_at: u64) -> TxnSummary {
+        TxnSummary {
+            producer_id: 7,
+            producer_epoch: epoch,
+            state,
+            timeout_ms: 1_000,
+            started_at,
+            partitions: Vec::new(),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_ongoing_transaction_is_aborted_once_its_timeout_passed_since_first_seen() {
+        let timers = TxnTimers::default();
+        let t0 = Instant::now();
+        let rows = vec![("a".to_string(), summary(TxnState::Ongoing, 0, 5))];
+        let mine = |_: &str| true;
+        assert!(timers.due(&rows, mine, t0).is_empty());
+        assert!(timers.due(&rows, mine, t0 + Duration::from_millis(999)).is_empty());
+        assert_eq!(
+            timers.due(&rows, mine, t0 + Duration::from_millis(1_000)),
+            vec![("a".to_string(), Due::Abort)]
+        );
+        // A new transaction (another start) is timed afresh.
+        let next = vec![("a".to_string(), summary(TxnState::Ongoing, 0, 9))];
+        assert!(timers.due(&next, mine, t0 + Duration::from_millis(1_500)).is_empty());
+        assert_eq!(
+            timers.due(&next, mine, t0 + Duration::from_millis(2_500)),
+            vec![("a".to_string(), Due::Abort)]
+        );
+        // Another node's transactions are not this node's to time.
+        assert!(timers.due(&next, |_| false, t0 + Duration::from_secs(60)).is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_ending_transaction_is_finished_and_an_idle_one_left_alone() {
+        let timers = TxnTimers::default();
+        let now = Instant::now();
+        let rows = vec![
+            ("p".to_string(), summary(TxnState::PrepareCommit, 1, 3)),
+            ("q".to_string(), summary(TxnState::PrepareAbort, 1, 3)),
+            ("e".to_string(), summary(TxnState::CompleteCommit, 1, 3)),
+            ("f".to_string(), summary(TxnState::Empty, 1, 0)),
+        ];
+        assert_eq!(
+            timers.due(&rows, |_| true, now + Duration::from_secs(3_600)),
+            vec![("p".to_string(), Due::Finish), ("q".to_string(), Due::Finish)]
+        );
+    }
+
     #[test]
     fn verify_only_answers_per_partition_whether_the_transaction_writes_it() {
         let row = TxnSummary {
@@ -322,6 +469,7 @@ mod tests {
             producer_epoch: 2,
             state: TxnState::Ongoing,
             timeout_ms: 60_000,
+            started_at: 4,
             partitions: vec![("t".into(), 0)],
         };
         let f = Fencing::since(4, 2);

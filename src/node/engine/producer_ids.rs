@@ -64,6 +64,7 @@ impl ProducerIds for Node {
                     producer_epoch: row.producer_epoch,
                     state: row.state,
                     timeout_ms: row.timeout_ms,
+                    started_at: row.started_at.0,
                     partitions,
                 };
                 (id.clone(), summary)
@@ -121,6 +122,7 @@ impl Node {
                 epoch,
                 commit,
             },
+            TxnRequest::Abort { producer_id, epoch } => TxnOp::Abort { producer_id, epoch },
             TxnRequest::Complete { producer_id, epoch } => TxnOp::Complete { producer_id, epoch },
         })
     }
