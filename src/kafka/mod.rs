@@ -25,6 +25,8 @@
 //!   [`admin_proto`]: the admin APIs; [`acls`]: the ACL APIs (token scopes
 //!   shown as ACLs); [`log_dirs`]: DescribeLogDirs; [`delete_records`]: DeleteRecords;
 //!   [`describe_producers`]: DescribeProducers.
+//! - [`txn_coordinator`]: the transaction coordinator (transactional ids'
+//!   records in the metadata log, its ticker's timeouts and recovery).
 //!
 //! Requests are decoded by this module's own bounded decoders
 //! ([`wire::Reader`]): every array count and string length is checked

@@ -307,11 +307,14 @@ pub fn list(
     (listed, unknown)
 }
 
+/// Which transaction of an id: (producer id, epoch, log index it started at).
+type TxnKey = (i64, i16, u64);
+
 /// When this node first saw each ongoing transaction it coordinates:
-/// transactional id -> ((producer id, epoch, started at), first seen).
+/// transactional id -> (which transaction, first seen).
 #[derive(Debug, Default)]
 pub struct TxnTimers {
-    seen: Mutex<HashMap<String, ((i64, i16, u64), Instant)>>,
+    seen: Mutex<HashMap<String, (TxnKey, Instant)>>,
 }
 
 /// What the coordinator should do about one record now.
