@@ -290,6 +290,7 @@ fn valid_kafka_requests() -> Vec<Vec<u8>> {
     .chain(flexible_group_requests())
     .chain(flexible_kafka_requests(&batch))
     .chain(offset_delete_and_producer_requests())
+    .chain(transaction_requests())
     .collect()
 }
 
@@ -676,6 +677,86 @@ fn offset_delete_and_producer_requests() -> Vec<Vec<u8>> {
                     .with_partition_indexes(vec![0, -1]),
                 km::describe_producers_request::TopicRequest::default().with_name(name("nope")),
             ]),
+        ),
+    ]
+}
+
+/// The transaction requests (AddPartitionsToTxn in its v3 and batched v4
+/// shapes, AddOffsetsToTxn, TxnOffsetCommit, EndTxn, Describe- and
+/// ListTransactions), encoded by kafka-protocol's request structs.
+fn transaction_requests() -> Vec<Vec<u8>> {
+    use kafka_protocol::messages::{self as km, ApiKey, TopicName};
+    use kafka_protocol::protocol::StrBytes;
+    use km::add_partitions_to_txn_request as ap;
+    use km::txn_offset_commit_request as tc;
+    let s = StrBytes::from_static_str;
+    let topics = vec![ap::AddPartitionsToTxnTopic::default()
+        .with_name(TopicName(s("t")))
+        .with_partitions(vec![0, 1])];
+    vec![
+        generated(
+            ApiKey::AddPartitionsToTxn,
+            3,
+            &km::AddPartitionsToTxnRequest::default()
+                .with_v3_and_below_transactional_id(km::TransactionalId(s("tx")))
+                .with_v3_and_below_producer_id(km::ProducerId(7))
+                .with_v3_and_below_topics(topics.clone()),
+        ),
+        generated(
+            ApiKey::AddPartitionsToTxn,
+            4,
+            &km::AddPartitionsToTxnRequest::default().with_transactions(vec![
+                ap::AddPartitionsToTxnTransaction::default()
+                    .with_transactional_id(km::TransactionalId(s("tx")))
+                    .with_producer_id(km::ProducerId(7))
+                    .with_verify_only(true)
+                    .with_topics(topics),
+            ]),
+        ),
+        generated(
+            ApiKey::AddOffsetsToTxn,
+            3,
+            &km::AddOffsetsToTxnRequest::default()
+                .with_transactional_id(km::TransactionalId(s("tx")))
+                .with_producer_id(km::ProducerId(7))
+                .with_group_id(km::GroupId(s("g"))),
+        ),
+        generated(
+            ApiKey::TxnOffsetCommit,
+            3,
+            &km::TxnOffsetCommitRequest::default()
+                .with_transactional_id(km::TransactionalId(s("tx")))
+                .with_group_id(km::GroupId(s("g")))
+                .with_producer_id(km::ProducerId(7))
+                .with_member_id(s("m"))
+                .with_topics(vec![tc::TxnOffsetCommitRequestTopic::default()
+                    .with_name(TopicName(s("t")))
+                    .with_partitions(vec![tc::TxnOffsetCommitRequestPartition::default()
+                        .with_partition_index(0)
+                        .with_committed_offset(5)
+                        .with_committed_metadata(Some(s("m")))])]),
+        ),
+        generated(
+            ApiKey::EndTxn,
+            3,
+            &km::EndTxnRequest::default()
+                .with_transactional_id(km::TransactionalId(s("tx")))
+                .with_producer_id(km::ProducerId(7))
+                .with_committed(true),
+        ),
+        generated(
+            ApiKey::DescribeTransactions,
+            0,
+            &km::DescribeTransactionsRequest::default()
+                .with_transactional_ids(vec![km::TransactionalId(s("tx")), km::TransactionalId(s("ty"))]),
+        ),
+        generated(
+            ApiKey::ListTransactions,
+            2,
+            &km::ListTransactionsRequest::default()
+                .with_state_filters(vec![s("Ongoing")])
+                .with_producer_id_filters(vec![km::ProducerId(7)])
+                .with_transactional_id_pattern(Some(s("t.*"))),
         ),
     ]
 }

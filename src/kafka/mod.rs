@@ -62,6 +62,7 @@ pub mod proto;
 pub mod sasl;
 pub mod scram_users;
 pub mod txn_coordinator;
+pub mod txn_proto;
 pub mod versions;
 pub mod wire;
 
@@ -488,6 +489,7 @@ fn api_name(frame: &[u8]) -> &'static str {
         Some(sasl::SASL_HANDSHAKE | sasl::SASL_AUTHENTICATE) => "sasl",
         Some(k) if is_group_api(k) || consumer_proto::is_consumer_group_api(k) => "group",
         Some(offset_delete::OFFSET_DELETE) => "group",
+        Some(k) if txn_coordinator::is_txn_api(k) => "transaction",
         Some(k)
             if admin_proto::is_admin_api(k)
                 || acls::is_acl_api(k)
@@ -683,6 +685,7 @@ async fn handle_with(
         delete_records::DELETE_RECORDS => delete_records::request(engine, version, &mut r, &mut w).await?,
         offset_delete::OFFSET_DELETE => offset_delete::request(engine, groups, version, &mut r, &mut w).await?,
         describe_producers::DESCRIBE_PRODUCERS => describe_producers::request(engine, version, &mut r, &mut w).await?,
+        k if txn_coordinator::is_txn_api(k) => txn_coordinator::request(engine, k, version, &mut r, &mut w).await?,
         sasl::SASL_HANDSHAKE => session.handshake(version, &mut r, &mut w)?,
         sasl::SASL_AUTHENTICATE => session.authenticate(engine.tokens.as_ref(), version, &mut r, &mut w)?,
         scram_users::DESCRIBE_USER_SCRAM_CREDENTIALS => {

@@ -25,6 +25,8 @@
 use super::code;
 use super::group_placement::check_coordinator;
 use super::groups::code as gcode;
+use super::txn_proto::{self as tp, DescribedTxn};
+use super::wire::{DecodeResult, Reader, Writer};
 use crate::api::{ErrorCode, GroupOffset, Services, TxnRequest, TxnSummary};
 use crate::meta::txn::{TxnDone, TxnRefusal, TxnState, MAX_TXN_TIMEOUT_MS};
 use std::collections::HashMap;
@@ -71,11 +73,13 @@ pub fn refusal_code(why: TxnRefusal, fencing: Fencing) -> i16 {
     }
 }
 
-/// Apply `req` to `id`'s record, on the coordinator. A transaction found
-/// ending (a Prepare state the previous request or a dead coordinator left)
-/// is finished first and `req` tried again.
-async fn run(engine: &Services, id: &str, req: TxnRequest, fencing: Fencing) -> Result<TxnDone, i16> {
-    check_coordinator(engine, id)?;
+/// Apply `req` to `id`'s record, on the coordinator of `placed` (the
+/// transactional id; for TxnOffsetCommit the group, whose coordinator
+/// clients send it to). A transaction found ending (a Prepare state the
+/// previous request or a dead coordinator left) is finished first and
+/// `req` tried again.
+async fn run(engine: &Services, placed: &str, id: &str, req: TxnRequest, fencing: Fencing) -> Result<TxnDone, i16> {
+    check_coordinator(engine, placed)?;
     for _ in 0..FINISH_ATTEMPTS {
         match engine.producer_ids.transaction(id, req.clone()).await {
             Ok(Ok(TxnDone::Fencing)) | Ok(Err((TxnRefusal::Concurrent, _))) => finish(engine, id).await?,
@@ -132,7 +136,7 @@ pub async fn init(engine: &Services, id: &str, timeout_ms: i32, expected: (i64, 
     }
     let expected = (expected.0 >= 0).then_some(expected);
     let req = TxnRequest::Init { timeout_ms, expected };
-    match run(engine, id, req, Fencing::since(version, 4)).await {
+    match run(engine, id, id, req, Fencing::since(version, 4)).await {
         Ok(TxnDone::Producer { producer_id, epoch }) => (code::NONE, producer_id, epoch),
         Ok(_) => (CONCURRENT_TRANSACTIONS, -1, -1),
         Err(e) => (e, -1, -1),
@@ -179,7 +183,7 @@ pub async fn add_partitions(
         epoch: producer.1,
         partitions: named,
     };
-    let e = match run(engine, id, req, fencing).await {
+    let e = match run(engine, id, id, req, fencing).await {
         Ok(_) => code::NONE,
         Err(e) => e,
     };
@@ -211,7 +215,7 @@ pub async fn add_offsets(engine: &Services, id: &str, producer: (i64, i16), grou
         epoch: producer.1,
         group: group.to_string(),
     };
-    match run(engine, id, req, Fencing::since(version, 2)).await {
+    match run(engine, id, id, req, Fencing::since(version, 2)).await {
         Ok(_) => code::NONE,
         Err(e) => e,
     }
@@ -233,7 +237,7 @@ pub async fn commit_offsets(
         offsets,
     };
     // Kafka has answered PRODUCER_FENCED here at every version.
-    match run(engine, id, req, Fencing::since(0, 0)).await {
+    match run(engine, group, id, req, Fencing::since(0, 0)).await {
         Ok(_) => code::NONE,
         Err(e) => e,
     }
@@ -246,7 +250,7 @@ pub async fn end(engine: &Services, id: &str, producer: (i64, i16), commit: bool
         epoch: producer.1,
         commit,
     };
-    match run(engine, id, req, Fencing::since(version, 2)).await {
+    match run(engine, id, id, req, Fencing::since(version, 2)).await {
         Ok(_) => match finish(engine, id).await {
             Ok(()) => code::NONE,
             Err(e) => e,
@@ -305,6 +309,142 @@ pub fn list(
         .map(|(id, s)| (id, s.producer_id, s.state.name()))
         .collect();
     (listed, unknown)
+}
+
+/// Whether `key` is a transaction request this module answers
+/// (InitProducerId is `producer_ids`, which hands transactional ids here).
+pub fn is_txn_api(key: i16) -> bool {
+    matches!(
+        key,
+        tp::ADD_PARTITIONS_TO_TXN
+            | tp::ADD_OFFSETS_TO_TXN
+            | tp::END_TXN
+            | tp::TXN_OFFSET_COMMIT
+            | tp::DESCRIBE_TRANSACTIONS
+            | tp::LIST_TRANSACTIONS
+    )
+}
+
+/// Decode, answer and encode one transaction request.
+pub async fn request(engine: &Services, key: i16, version: i16, r: &mut Reader, w: &mut Writer) -> DecodeResult<()> {
+    match key {
+        tp::ADD_PARTITIONS_TO_TXN => {
+            let txns = tp::decode_add_partitions_to_txn(r, version)?;
+            let mut results = Vec::with_capacity(txns.len());
+            for t in txns {
+                let producer = (t.producer_id, t.producer_epoch);
+                let answer =
+                    add_partitions(engine, &t.transactional_id, producer, &t.topics, t.verify_only, version).await;
+                results.push((t.transactional_id, answer));
+            }
+            tp::encode_add_partitions_to_txn(w, version, code::NONE, &results)
+        }
+        tp::ADD_OFFSETS_TO_TXN => {
+            let q = tp::decode_add_offsets_to_txn(r, version)?;
+            let e = add_offsets(
+                engine,
+                &q.transactional_id,
+                (q.producer_id, q.producer_epoch),
+                &q.group_id,
+                version,
+            )
+            .await;
+            tp::encode_add_offsets_to_txn(w, version, e)
+        }
+        tp::TXN_OFFSET_COMMIT => {
+            let q = tp::decode_txn_offset_commit(r, version)?;
+            let mut offsets = Vec::new();
+            let mut bad = false;
+            for (topic, ps) in &q.topics {
+                for (p, offset, _epoch, metadata) in ps {
+                    match u32::try_from(*p) {
+                        Ok(partition) => offsets.push(GroupOffset {
+                            topic: topic.clone(),
+                            partition,
+                            offset: *offset,
+                            metadata: metadata.clone(),
+                        }),
+                        Err(_) => bad = true,
+                    }
+                }
+            }
+            let e = if bad {
+                code::UNKNOWN_TOPIC_OR_PARTITION
+            } else {
+                let producer = (q.producer_id, q.producer_epoch);
+                commit_offsets(engine, &q.transactional_id, producer, &q.group_id, offsets).await
+            };
+            let answer: Vec<_> = q
+                .topics
+                .iter()
+                .map(|(t, ps)| (t.clone(), ps.iter().map(|p| (p.0, e)).collect()))
+                .collect();
+            tp::encode_txn_offset_commit(w, version, &answer)
+        }
+        tp::END_TXN => {
+            let q = tp::decode_end_txn(r, version)?;
+            let producer = (q.producer_id, q.producer_epoch);
+            let e = end(engine, &q.transactional_id, producer, q.committed, version).await;
+            tp::encode_end_txn(w, version, e, producer)
+        }
+        tp::DESCRIBE_TRANSACTIONS => {
+            let ids = tp::decode_describe_transactions(r, version)?;
+            let described: Vec<DescribedTxn> = describe(engine, &ids)
+                .into_iter()
+                .map(|(id, found)| match found {
+                    Ok(s) => DescribedTxn {
+                        error_code: code::NONE,
+                        transactional_id: id,
+                        state: s.state.name().to_string(),
+                        timeout_ms: i32::try_from(s.timeout_ms).unwrap_or(i32::MAX),
+                        producer_id: s.producer_id,
+                        producer_epoch: s.producer_epoch,
+                        topics: by_topic(&s.partitions),
+                    },
+                    Err(e) => DescribedTxn {
+                        error_code: e,
+                        transactional_id: id,
+                        state: String::new(),
+                        timeout_ms: 0,
+                        producer_id: -1,
+                        producer_epoch: -1,
+                        topics: Vec::new(),
+                    },
+                })
+                .collect();
+            tp::encode_describe_transactions(w, version, &described)
+        }
+        tp::LIST_TRANSACTIONS => {
+            let q = tp::decode_list_transactions(r, version)?;
+            let (listed, unknown) = list(engine, &q.state_filters, &q.producer_id_filters);
+            // The duration filter needs a start time the record does not
+            // keep (it holds the log index); the pattern is matched here.
+            let listed: Vec<_> = match q
+                .transactional_id_pattern
+                .as_deref()
+                .map(super::groups::consumer::compile_regex)
+            {
+                Some(Ok(re)) => listed.into_iter().filter(|(id, _, _)| re.is_match(id)).collect(),
+                Some(Err(_)) => return tp::encode_list_transactions(w, version, code::INVALID_REQUEST, &[], &[]),
+                None => listed,
+            };
+            tp::encode_list_transactions(w, version, code::NONE, &unknown, &listed)
+        }
+        _ => unreachable!("is_txn_api admits only the keys above"),
+    }
+}
+
+/// Partitions grouped by topic, in order.
+fn by_topic(partitions: &[(String, u32)]) -> Vec<(String, Vec<i32>)> {
+    let mut out: Vec<(String, Vec<i32>)> = Vec::new();
+    for (t, p) in partitions {
+        let p = i32::try_from(*p).unwrap_or(i32::MAX);
+        match out.last_mut() {
+            Some((last, ps)) if last == t => ps.push(p),
+            _ => out.push((t.clone(), vec![p])),
+        }
+    }
+    out
 }
 
 /// Which transaction of an id: (producer id, epoch, log index it started at).

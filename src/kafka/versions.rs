@@ -10,7 +10,7 @@ use kafka_protocol::messages::ApiKey;
 
 /// (api key, min version, max version): what ApiVersions advertises, and
 /// exactly what the request modules decode.
-pub const SUPPORTED: [(i16, i16, i16); 36] = [
+pub const SUPPORTED: [(i16, i16, i16); 42] = [
     (super::proto::PRODUCE, 3, 13),
     (super::proto::FETCH, 4, 18),
     (super::proto::LIST_OFFSETS, 1, 10),
@@ -47,6 +47,15 @@ pub const SUPPORTED: [(i16, i16, i16); 36] = [
     (super::delete_records::DELETE_RECORDS, 0, 2),
     (super::offset_delete::OFFSET_DELETE, 0, 0),
     (super::describe_producers::DESCRIBE_PRODUCERS, 0, 0),
+    // Transactions (coordinator side; see txn_coordinator). AddPartitionsToTxn,
+    // EndTxn and TxnOffsetCommit stop at v4: v5 is KIP-890's transaction
+    // version 2 (an epoch bump per transaction), not built.
+    (super::txn_proto::ADD_PARTITIONS_TO_TXN, 0, 4),
+    (super::txn_proto::ADD_OFFSETS_TO_TXN, 0, 4),
+    (super::txn_proto::END_TXN, 0, 4),
+    (super::txn_proto::TXN_OFFSET_COMMIT, 0, 4),
+    (super::txn_proto::DESCRIBE_TRANSACTIONS, 0, 0),
+    (super::txn_proto::LIST_TRANSACTIONS, 0, 2),
 ];
 
 pub fn supported(key: i16, version: i16) -> bool {
