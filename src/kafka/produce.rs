@@ -6,7 +6,8 @@
 //! [`producer_ids`](super::producer_ids).
 //!
 //! A partition this node does not know or lead yet is tried again after
-//! catching up with the metadata log ([`super::catch_up`]).
+//! catching up with the metadata log ([`super::catch_up`]), unless its
+//! batches carry producer sequences (those must land in arrival order).
 //!
 //! A connection polls a Produce once on arrival and relies on that first
 //! poll assigning all of the request's offsets (see `connection` in
@@ -104,11 +105,13 @@ pub async fn produce_partition(
         );
     }
     let mut to_append = Vec::new();
+    let mut sequenced = false;
     for batch in crate::batch::batches("produce", &records) {
         let (info, raw) = match batch {
             Ok(b) => b,
             Err(e) => return fail(code::CORRUPT_MESSAGE, e.to_string()),
         };
+        sequenced |= info.producer_id >= 0 && info.base_sequence >= 0;
         if info.is_transactional || info.is_control {
             return fail(code::INVALID_RECORD, "transactional batches are not supported".into());
         }
@@ -133,10 +136,22 @@ pub async fn produce_partition(
     // offsets are assigned on this future's first poll.
     // On a partition this node does not know or lead yet (a topic just
     // created through another node), catch up with the metadata log first.
-    let appended = futures::future::join_all(to_append.into_iter().map(|batch| {
-        super::catch_up(engine, topic, p, move || {
-            engine.records.append_batch(topic, p, batch.clone())
-        })
+    //
+    // Not for an idempotent producer's batches: their sequence numbers
+    // must be assigned in the order the connection received them, and the
+    // pipelined requests waiting in a catch-up retry in no particular
+    // order. (The chaos test saw librdkafka's request with sequence 308
+    // retried before 305-307 had landed: OUT_OF_ORDER_SEQUENCE_NUMBER, then
+    // acks for 305-307 in request order, and a fatal "sequence
+    // desynchronization".) They get the first answer, as from a Kafka
+    // broker, and the client retries them in order.
+    let appended = futures::future::join_all(to_append.into_iter().map(|batch| async move {
+        let append = move || engine.records.append_batch(topic, p, batch.clone());
+        if sequenced {
+            append().await
+        } else {
+            super::catch_up(engine, topic, p, append).await
+        }
     }))
     .await;
     let mut base = None;
