@@ -448,25 +448,7 @@ pub struct OffsetFetchRequest {
 }
 
 fn offset_fetch_topics(f: &mut Fields, nullable: bool) -> DecodeResult<Option<PerTopic<i32>>> {
-    let min = f.min_string() + f.min_array() + f.min_tags();
-    let n = if nullable {
-        f.nullable_array_len(min)?
-    } else {
-        Some(f.array_len(min)?)
-    };
-    let Some(n) = n else { return Ok(None) };
-    let mut topics = Vec::with_capacity(n);
-    for _ in 0..n {
-        let name = f.string()?;
-        let m = f.array_len(4)?;
-        let mut parts = Vec::with_capacity(m);
-        for _ in 0..m {
-            parts.push(f.r.i32()?);
-        }
-        f.tags()?;
-        topics.push((name, parts));
-    }
-    Ok(Some(topics))
+    f.topic_partition_numbers(nullable)
 }
 
 pub fn decode_offset_fetch(r: &mut Reader, version: i16) -> DecodeResult<OffsetFetchRequest> {

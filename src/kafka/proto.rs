@@ -97,6 +97,30 @@ impl<'a> Fields<'a> {
         }
         Ok(topics)
     }
+    /// An array of topics by name, each with a plain array of partition
+    /// numbers (OffsetFetch, AddPartitionsToTxn); `None` for a null array
+    /// where `nullable`.
+    pub fn topic_partition_numbers(&mut self, nullable: bool) -> DecodeResult<Option<PerTopic<i32>>> {
+        let min = self.min_string() + self.min_array() + self.min_tags();
+        let n = if nullable {
+            self.nullable_array_len(min)?
+        } else {
+            Some(self.array_len(min)?)
+        };
+        let Some(n) = n else { return Ok(None) };
+        let mut topics = Vec::with_capacity(n);
+        for _ in 0..n {
+            let name = self.string()?;
+            let m = self.array_len(4)?;
+            let mut parts = Vec::with_capacity(m);
+            for _ in 0..m {
+                parts.push(self.r.i32()?);
+            }
+            self.tags()?;
+            topics.push((name, parts));
+        }
+        Ok(Some(topics))
+    }
     /// Bytes that share the frame; `None` for null.
     pub fn nullable_bytes(&mut self) -> DecodeResult<Option<Bytes>> {
         if !self.flexible {

@@ -38,19 +38,7 @@ pub struct TxnPartitions {
 
 /// Topics with partition numbers (a plain array of i32 per topic).
 fn topic_partitions(f: &mut Fields) -> DecodeResult<PerTopic<i32>> {
-    let n = f.array_len(f.min_string() + f.min_array() + f.min_tags())?;
-    let mut topics = Vec::with_capacity(n);
-    for _ in 0..n {
-        let name = f.string()?;
-        let m = f.array_len(4)?;
-        let mut parts = Vec::with_capacity(m);
-        for _ in 0..m {
-            parts.push(f.r.i32()?);
-        }
-        f.tags()?;
-        topics.push((name, parts));
-    }
-    Ok(topics)
+    Ok(f.topic_partition_numbers(false)?.unwrap_or_default())
 }
 
 pub fn decode_add_partitions_to_txn(r: &mut Reader, version: i16) -> DecodeResult<Vec<TxnPartitions>> {
