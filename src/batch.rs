@@ -160,6 +160,18 @@ pub fn with_producer(batch: &[u8], producer_id: i64, producer_epoch: i16, base_s
     out.freeze()
 }
 
+/// `batch` as a transactional producer sends it (the transactional
+/// attribute set, CRC recomputed); with `control`, as a control batch.
+pub fn transactional(batch: &[u8], control: bool) -> Bytes {
+    let mut out = BytesMut::from(batch);
+    let flags = TRANSACTIONAL_FLAG | if control { CONTROL_FLAG } else { 0 };
+    let attributes = i16::from_be_bytes([out[ATTRIBUTES_OFFSET], out[ATTRIBUTES_OFFSET + 1]]) | flags;
+    out[ATTRIBUTES_OFFSET..ATTRIBUTES_OFFSET + 2].copy_from_slice(&attributes.to_be_bytes());
+    let crc = crc32c::crc32c(&out[ATTRIBUTES_OFFSET..]);
+    out[CRC_OFFSET..ATTRIBUTES_OFFSET].copy_from_slice(&crc.to_be_bytes());
+    out.freeze()
+}
+
 fn encode_record_body(out: &mut Vec<u8>, r: &Record, base_timestamp: i64, offset_delta: i32) {
     out.put_i8(0); // attributes: unused by Kafka
     put_varlong(out, r.timestamp_ms.wrapping_sub(base_timestamp));

@@ -5,12 +5,10 @@
 //! one record: key `(version 0: i16, type: i16)` with type 0 abort and 1
 //! commit, value `(version 0: i16, coordinator epoch: i32)`.
 
-use super::{
-    encode_batch, parse_batch, with_producer, Record, ATTRIBUTES_OFFSET, CONTROL_FLAG, CRC_OFFSET, TRANSACTIONAL_FLAG,
-};
+use super::{encode_batch, parse_batch, transactional, with_producer, Record};
 use crate::format::{FormatError, Result};
 use crate::ids::Offset;
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 /// How a transaction ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,13 +47,7 @@ pub fn encode_marker(
         headers: vec![],
     };
     let batch = with_producer(&encode_batch(Offset(0), &[record]), producer_id, producer_epoch, -1);
-    let mut out = BytesMut::from(&batch[..]);
-    let attributes =
-        i16::from_be_bytes([out[ATTRIBUTES_OFFSET], out[ATTRIBUTES_OFFSET + 1]]) | TRANSACTIONAL_FLAG | CONTROL_FLAG;
-    out[ATTRIBUTES_OFFSET..ATTRIBUTES_OFFSET + 2].copy_from_slice(&attributes.to_be_bytes());
-    let crc = crc32c::crc32c(&out[ATTRIBUTES_OFFSET..]);
-    out[CRC_OFFSET..ATTRIBUTES_OFFSET].copy_from_slice(&crc.to_be_bytes());
-    out.freeze()
+    transactional(&batch, true)
 }
 
 /// The marker a batch holds: `None` for a batch that is not a control
@@ -85,7 +77,9 @@ pub fn decode_marker(object: &str, batch: &[u8]) -> Result<Option<(Marker, i32)>
 
 #[cfg(test)]
 mod tests {
+    use super::super::{ATTRIBUTES_OFFSET, CRC_OFFSET};
     use super::*;
+    use bytes::BytesMut;
     use kafka_protocol::records::RecordBatchDecoder;
 
     #[test]

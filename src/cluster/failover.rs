@@ -5,6 +5,7 @@
 use super::Context;
 use crate::ids::{NodeEpoch, NodeId, StreamId};
 use crate::meta::producers::{ProducerBatch, ProducerTable};
+use crate::meta::txn_index::TxnBatch;
 use crate::meta::writers::WriterTable;
 use crate::meta::{ChunkCommit, Command, IndexedChunk, Outcome, StreamState, View};
 use crate::stream::dataobj::DataObjectBuilder;
@@ -94,6 +95,11 @@ pub async fn take_over(node: &dyn Context, dead: &NodeId, dead_epoch: NodeEpoch)
                 stream_epoch: streams[&m.stream].stream_epoch,
                 producers: ProducerTable::compact(tails[&m.stream].iter().filter_map(producer_batch)),
                 writers: WriterTable::of_batches(tails[&m.stream].iter().map(|e| &e.batch[..])),
+                txns: TxnBatch::compact(
+                    tails[&m.stream]
+                        .iter()
+                        .filter_map(|e| TxnBatch::of("a replayed WAL entry", &e.batch)),
+                ),
                 chunk: IndexedChunk {
                     base: m.base_offset,
                     end: m.end_offset,

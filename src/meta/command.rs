@@ -97,6 +97,12 @@ pub struct ChunkCommit {
     /// Durable Streams writer state the chunk's batches add up to.
     #[serde(default, skip_serializing_if = "crate::meta::writers::WriterTable::is_empty")]
     pub writers: crate::meta::writers::WriterTable,
+    /// Transactional batches in the chunk, as the transaction index needs
+    /// them (see [`TxnBatch::compact`](crate::meta::txn_index::TxnBatch::compact)),
+    /// so the view knows the open and aborted transactions at the
+    /// committed end.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub txns: Vec<crate::meta::txn_index::TxnBatch>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

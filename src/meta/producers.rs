@@ -13,6 +13,7 @@
 //! the same table, as a [`WriterTable`] of their own.
 
 use crate::ids::Offset;
+use crate::meta::txn_index::{TxnBatch, TxnIndex};
 use crate::meta::writers::WriterTable;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
@@ -77,11 +78,38 @@ pub struct ProducerTable {
     /// The Durable Streams writers of the stream, beside Kafka's producers.
     #[serde(default, skip_serializing_if = "WriterTable::is_empty")]
     writers: WriterTable,
+    /// The stream's open and aborted transactions.
+    #[serde(default, skip_serializing_if = "TxnIndex::is_empty")]
+    txns: TxnIndex,
 }
 
 impl ProducerTable {
     pub fn is_empty(&self) -> bool {
-        self.producers.is_empty() && self.writers.is_empty()
+        self.producers.is_empty() && self.writers.is_empty() && self.txns.is_empty()
+    }
+
+    pub fn txns(&self) -> &TxnIndex {
+        &self.txns
+    }
+
+    /// Take one transactional batch into the transaction index. A marker
+    /// also fences the producer's older epochs (the coordinator writes it at
+    /// the epoch it bumped to when it aborted on a timeout or a new
+    /// instance), so a zombie's later batches are refused.
+    pub fn record_txn(&mut self, b: TxnBatch) {
+        self.txns.record(b);
+        if let TxnBatch::Marker {
+            producer_id,
+            producer_epoch,
+            ..
+        } = b
+        {
+            let entry = self.producers.entry(producer_id).or_default();
+            if producer_epoch > entry.epoch {
+                entry.epoch = producer_epoch;
+                entry.batches.clear();
+            }
+        }
     }
 
     pub fn writers(&self) -> &WriterTable {
@@ -140,10 +168,10 @@ impl ProducerTable {
     /// replaces what was known of the producer.
     pub fn record(&mut self, b: ProducerBatch) {
         let entry = self.producers.entry(b.producer_id).or_default();
+        if b.producer_epoch < entry.epoch {
+            return; // an older epoch never rolls state back
+        }
         if b.producer_epoch != entry.epoch || entry.batches.is_empty() {
-            if b.producer_epoch < entry.epoch && !entry.batches.is_empty() {
-                return; // an older epoch never rolls state back
-            }
             entry.epoch = b.producer_epoch;
             entry.batches.clear();
         }
@@ -291,6 +319,45 @@ mod tests {
         t.record(batch(9, 0, 2, 3, 3));
         t.record(batch(3, 1, 0, 4, 6));
         assert_eq!(t.latest(), vec![batch(3, 1, 0, 4, 6), batch(9, 0, 2, 3, 3)]);
+    }
+
+    #[test]
+    fn a_marker_at_a_newer_epoch_fences_the_older_one_and_indexes_the_transaction() {
+        let mut t = ProducerTable::default();
+        t.record(batch(7, 1, 0, 2, 10));
+        t.record_txn(TxnBatch::Data {
+            producer_id: 7,
+            base: Offset(10),
+        });
+        assert_eq!(t.txns().open_since(7), Some(Offset(10)));
+        t.record_txn(TxnBatch::Marker {
+            producer_id: 7,
+            producer_epoch: 2,
+            offset: Offset(12),
+            commit: false,
+        });
+        assert_eq!(t.txns().open_since(7), None);
+        assert_eq!(t.check(7, 1, 2, 1), Verdict::StaleEpoch { current: 2 });
+        assert_eq!(t.check(7, 2, 0, 1), Verdict::Append);
+        // A marker at the producer's own epoch keeps its sequences.
+        t.record(batch(7, 2, 0, 1, 13));
+        t.record_txn(TxnBatch::Marker {
+            producer_id: 7,
+            producer_epoch: 2,
+            offset: Offset(14),
+            commit: true,
+        });
+        assert_eq!(t.check(7, 2, 1, 1), Verdict::Append);
+        // A producer first seen through a marker is fenced below its epoch.
+        t.record_txn(TxnBatch::Marker {
+            producer_id: 8,
+            producer_epoch: 3,
+            offset: Offset(15),
+            commit: false,
+        });
+        assert_eq!(t.check(8, 2, 0, 1), Verdict::StaleEpoch { current: 3 });
+        let json = serde_json::to_string(&t).unwrap();
+        assert_eq!(serde_json::from_str::<ProducerTable>(&json).unwrap(), t);
     }
 
     #[test]

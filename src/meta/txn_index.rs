@@ -18,16 +18,69 @@ use std::collections::{BTreeMap, VecDeque};
 pub const MAX_ABORTED: usize = 10_000;
 
 /// What one batch means to the index.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum TxnBatch {
     /// A transactional data batch of `producer_id` at `base`.
     Data { producer_id: i64, base: Offset },
-    /// A marker of `producer_id` at `offset`: the end of its transaction.
+    /// A marker of `producer_id` (written at `producer_epoch`) at
+    /// `offset`: the end of its transaction.
     Marker {
         producer_id: i64,
+        producer_epoch: i16,
         offset: Offset,
         commit: bool,
     },
+}
+
+impl TxnBatch {
+    /// Where the batch is stored.
+    pub fn offset(&self) -> Offset {
+        match self {
+            TxnBatch::Data { base, .. } => *base,
+            TxnBatch::Marker { offset, .. } => *offset,
+        }
+    }
+
+    /// What a stored batch means to the index (`None`: not transactional),
+    /// from its header and, for a control batch, its marker. A control
+    /// batch that is not a transaction marker means nothing.
+    pub fn of(object: &str, batch: &[u8]) -> Option<TxnBatch> {
+        let info = crate::batch::parse_batch(object, batch).ok()?;
+        if !info.is_transactional {
+            return None;
+        }
+        if !info.is_control {
+            return Some(TxnBatch::Data {
+                producer_id: info.producer_id,
+                base: info.base_offset,
+            });
+        }
+        let (marker, _) = crate::batch::marker::decode_marker(object, batch).ok()??;
+        Some(TxnBatch::Marker {
+            producer_id: info.producer_id,
+            producer_epoch: info.producer_epoch,
+            offset: info.base_offset,
+            commit: marker == crate::batch::marker::Marker::Commit,
+        })
+    }
+
+    /// The events of `batches` (in offset order) a committed chunk needs to
+    /// carry: every marker, and a producer's first data batch since its
+    /// last marker (the later ones change nothing in an index).
+    pub fn compact(batches: impl IntoIterator<Item = TxnBatch>) -> Vec<TxnBatch> {
+        let mut open = std::collections::BTreeSet::new();
+        batches
+            .into_iter()
+            .filter(|b| match b {
+                TxnBatch::Data { producer_id, .. } => open.insert(*producer_id),
+                TxnBatch::Marker { producer_id, .. } => {
+                    open.remove(producer_id);
+                    true
+                }
+            })
+            .collect()
+    }
 }
 
 /// An aborted transaction: its producer, its first offset and the offset of
@@ -65,6 +118,7 @@ impl TxnIndex {
                 producer_id,
                 offset,
                 commit,
+                ..
             } => {
                 let Some(first) = self.open.remove(&producer_id) else {
                     return;
@@ -131,6 +185,7 @@ mod tests {
     fn marker(p: i64, o: u64, commit: bool) -> TxnBatch {
         TxnBatch::Marker {
             producer_id: p,
+            producer_epoch: 0,
             offset: Offset(o),
             commit,
         }
@@ -191,6 +246,70 @@ mod tests {
         t.record(marker(1, 7, false));
         t.record(marker(1, 7, false));
         assert_eq!(t.aborted.len(), 1);
+    }
+
+    #[test]
+    fn compacting_keeps_markers_and_first_batches_and_indexes_the_same() {
+        let all = vec![
+            data(1, 0),
+            data(1, 2),
+            data(2, 3),
+            marker(1, 4, false),
+            data(1, 5),
+            data(1, 6),
+            marker(9, 7, true),
+        ];
+        let compact = TxnBatch::compact(all.clone());
+        assert_eq!(
+            compact,
+            vec![
+                data(1, 0),
+                data(2, 3),
+                marker(1, 4, false),
+                data(1, 5),
+                marker(9, 7, true)
+            ]
+        );
+        let (mut a, mut b) = (TxnIndex::default(), TxnIndex::default());
+        all.into_iter().for_each(|x| a.record(x));
+        compact.into_iter().for_each(|x| b.record(x));
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn stored_batches_are_read_as_data_markers_or_nothing() {
+        use crate::batch::marker::{encode_marker, Marker};
+        use crate::batch::{encode_batch, set_base_offset, transactional, with_producer, Record};
+        let record = Record {
+            timestamp_ms: 0,
+            key: None,
+            value: Some(bytes::Bytes::from_static(b"v")),
+            headers: vec![],
+        };
+        let plain = encode_batch(Offset(5), &[record]);
+        assert_eq!(TxnBatch::of("t", &plain), None);
+        let data = transactional(&with_producer(&plain, 4, 2, 0), false);
+        assert_eq!(
+            TxnBatch::of("t", &data),
+            Some(TxnBatch::Data {
+                producer_id: 4,
+                base: Offset(5)
+            })
+        );
+        let mut m = bytes::BytesMut::from(&encode_marker(4, 2, Marker::Abort, 0, 0)[..]);
+        set_base_offset(&mut m, Offset(9));
+        assert_eq!(
+            TxnBatch::of("t", &m),
+            Some(TxnBatch::Marker {
+                producer_id: 4,
+                producer_epoch: 2,
+                offset: Offset(9),
+                commit: false
+            })
+        );
+        let idempotent = with_producer(&plain, 4, 2, 0);
+        assert_eq!(TxnBatch::of("t", &idempotent), None, "idempotent, not transactional");
+        assert_eq!(TxnBatch::of("t", b"garbage"), None);
     }
 
     #[test]

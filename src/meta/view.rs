@@ -725,6 +725,16 @@ impl View {
                     b.base, b.count, c.chunk.base, c.chunk.end, c.stream
                 )));
             }
+            if let Some(t) = c
+                .txns
+                .iter()
+                .find(|t| t.offset() < c.chunk.base || t.offset() >= c.chunk.end)
+            {
+                return Err(Rejection::Invalid(format!(
+                    "transactional batch {t:?} lies outside chunk {}..{} of {}",
+                    c.chunk.base, c.chunk.end, c.stream
+                )));
+            }
             *end = c.chunk.end;
         }
         Ok(ends)
@@ -739,6 +749,9 @@ impl View {
                 row.producers.record(*b);
             }
             row.producers.writers_mut().merge(&c.writers);
+            for t in &c.txns {
+                row.producers.record_txn(*t);
+            }
         }
     }
 

@@ -88,6 +88,7 @@ pub async fn flush_now(node: &Node, streams: &[Arc<OpenStream>]) {
             stream_epoch: s.epoch,
             producers: f.producers.clone(),
             writers: f.writers.clone(),
+            txns: f.txns.clone(),
             chunk: IndexedChunk {
                 base: m.base_offset,
                 end: m.end_offset,

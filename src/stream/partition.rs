@@ -12,6 +12,7 @@ use crate::api::{ApiError, Appended, ErrorCode};
 use crate::batch::{decode_records, encode_batch, Record};
 use crate::ids::{Offset, StreamEpoch, StreamId};
 use crate::meta::producers::{ProducerBatch, ProducerTable, Verdict};
+use crate::meta::txn_index::{Aborted, TxnBatch};
 use crate::meta::writers::{DsAppend, DsVerdict, DsWrite, WriterMark, WriterTable};
 use crate::wal::segment::{ProducerInfo, WalEntry};
 use crate::wal::WalWriter;
@@ -34,14 +35,29 @@ pub struct TailBatch {
     pub producer: Option<ProducerBatch>,
     /// Set when a Durable Streams writer stored the batch.
     pub writer: Option<WriterMark>,
+    /// Set for a transactional batch (data or marker).
+    pub txn: Option<TxnBatch>,
+    /// For a marker: the first offset of the transaction it ends (which
+    /// stays unstable until the marker is durable).
+    pub txn_first: Option<Offset>,
 }
 
 /// What is checked before an append is given offsets.
 #[derive(Debug, Clone)]
 enum Guard {
     None,
-    /// A Kafka idempotent producer's batch.
-    Kafka(ProducerInfo),
+    /// A Kafka idempotent producer's batch; `transactional` when it is
+    /// part of a transaction.
+    Kafka {
+        producer: ProducerInfo,
+        transactional: bool,
+    },
+    /// A transaction marker of `producer_id` at `epoch`.
+    Marker {
+        producer_id: i64,
+        epoch: i16,
+        commit: bool,
+    },
     /// A Durable Streams writer's append.
     Durable(DsWrite),
 }
@@ -99,6 +115,8 @@ pub struct Flushable {
     pub producers: Vec<ProducerBatch>,
     /// The Durable Streams writer state the range's batches add up to.
     pub writers: WriterTable,
+    /// The range's transactional batches, as the view's index needs them.
+    pub txns: Vec<TxnBatch>,
 }
 
 #[derive(Debug)]
@@ -204,9 +222,15 @@ impl OpenStream {
     /// is answered with its original offsets once those are durable, a gap
     /// is refused with `out_of_order_sequence`, an old epoch with
     /// `invalid_producer_epoch`, and nothing is appended for any of them.
+    ///
+    /// A transactional batch opens (or continues) its producer's
+    /// transaction here. A transaction marker (a control batch, written by
+    /// the coordinator) ends it; a marker for a producer with no open
+    /// transaction here is a retry of one already written and is answered
+    /// once everything before it is durable, with nothing appended.
     pub async fn append_batch(&self, wal: &WalWriter, batch: &[u8]) -> Result<Appended, ApiError> {
-        let info = crate::batch::parse_batch(&format!("batch for {}", self.id), batch)
-            .map_err(|e| ApiError::invalid(e.to_string()))?;
+        let object = format!("batch for {}", self.id);
+        let info = crate::batch::parse_batch(&object, batch).map_err(|e| ApiError::invalid(e.to_string()))?;
         if info.batch_len != batch.len() {
             return Err(ApiError::invalid("exactly one record batch per append"));
         }
@@ -217,7 +241,28 @@ impl OpenStream {
             producer_epoch: info.producer_epoch,
             base_sequence: info.base_sequence,
         });
-        let guard = producer.map_or(Guard::None, Guard::Kafka);
+        let guard = if info.is_control {
+            let marker = crate::batch::marker::decode_marker(&object, batch)
+                .map_err(|e| ApiError::invalid(e.to_string()))?
+                .ok_or_else(|| ApiError::invalid("a control batch that is not a transaction marker"))?;
+            Guard::Marker {
+                producer_id: info.producer_id,
+                epoch: info.producer_epoch,
+                commit: marker.0 == crate::batch::marker::Marker::Commit,
+            }
+        } else if info.is_transactional {
+            let producer = producer
+                .ok_or_else(|| ApiError::invalid("a transactional batch without a producer id and sequence"))?;
+            Guard::Kafka {
+                producer,
+                transactional: true,
+            }
+        } else {
+            producer.map_or(Guard::None, |producer| Guard::Kafka {
+                producer,
+                transactional: false,
+            })
+        };
         self.append_encoded(wal, count, info.max_timestamp, guard, |base| {
             let mut bytes = bytes::BytesMut::from(batch);
             crate::batch::set_base_offset(&mut bytes, base);
@@ -349,12 +394,48 @@ impl OpenStream {
         if !inner.accepting {
             return Err(ApiError::unavailable(format!("stream {} is closing", self.id)));
         }
+        let base = inner.next;
+        let (mut txn, mut txn_first) = (None, None);
         let producer = match &guard {
-            Guard::Kafka(p) => {
+            Guard::Kafka {
+                producer: p,
+                transactional,
+            } => {
                 if let Some((base, count)) = self.check_kafka(&inner.producers, p, count)? {
                     return Ok(Step::Retry { base, count });
                 }
+                if *transactional {
+                    txn = Some(TxnBatch::Data {
+                        producer_id: p.producer_id,
+                        base,
+                    });
+                }
                 Some(*p)
+            }
+            &Guard::Marker {
+                producer_id,
+                epoch,
+                commit,
+            } => {
+                let Some(first) = inner.producers.txns().open_since(producer_id) else {
+                    // Written already (a coordinator retrying), or no batch
+                    // of the transaction ever reached this partition.
+                    return Ok(Step::Retry { base, count: 0 });
+                };
+                if let Verdict::StaleEpoch { current } = inner.producers.check(producer_id, epoch, 0, 1) {
+                    return Err(ApiError::new(
+                        ErrorCode::InvalidProducerEpoch,
+                        format!("marker of producer {producer_id} at epoch {epoch} on {}: the producer is at epoch {current}", self.id),
+                    ));
+                }
+                txn = Some(TxnBatch::Marker {
+                    producer_id,
+                    producer_epoch: epoch,
+                    offset: base,
+                    commit,
+                });
+                txn_first = Some(first);
+                None
             }
             Guard::Durable(w) => match inner.producers.writers().check(w) {
                 DsVerdict::Accept => None,
@@ -362,7 +443,6 @@ impl OpenStream {
             },
             Guard::None => None,
         };
-        let base = inner.next;
         let batch = encode(base);
         let reserved = batch.len();
         if !self.budget.try_reserve(reserved) {
@@ -415,6 +495,9 @@ impl OpenStream {
         if let Some(m) = &writer {
             inner.producers.writers_mut().record(m);
         }
+        if let Some(t) = txn {
+            inner.producers.record_txn(t);
+        }
         inner.tail.push_back(TailBatch {
             base,
             end,
@@ -424,6 +507,8 @@ impl OpenStream {
             appended_at: Instant::now(),
             producer,
             writer,
+            txn,
+            txn_first,
         });
         Ok(Step::Assigned { base, end, ack })
     }
@@ -540,6 +625,28 @@ impl OpenStream {
         Some(out)
     }
 
+    /// The last stable offset: below it every transaction has ended (its
+    /// marker is durable), so a read_committed reader may read up to it.
+    /// It is the high watermark when no transaction is open.
+    pub fn last_stable(&self) -> Offset {
+        let hw = self.high_watermark();
+        let inner = self.inner.lock().unwrap();
+        let ending = inner
+            .tail
+            .iter()
+            .rev()
+            .take_while(|b| b.end > hw)
+            .filter_map(|b| b.txn_first);
+        ending.fold(inner.producers.txns().last_stable(hw), Offset::min)
+    }
+
+    /// The aborted transactions with records in `from..to`, for a
+    /// read_committed reader reading that range (`to` at most
+    /// [`last_stable`](Self::last_stable)).
+    pub fn aborted_in(&self, from: Offset, to: Offset) -> Vec<Aborted> {
+        self.inner.lock().unwrap().producers.txns().aborted_in(from, to)
+    }
+
     /// Stop accepting appends (closing, transfer, fencing).
     pub fn stop_accepting(&self) {
         self.inner.lock().unwrap().accepting = false;
@@ -582,8 +689,10 @@ impl OpenStream {
             bytes: 0,
             producers: Vec::new(),
             writers: WriterTable::default(),
+            txns: Vec::new(),
         };
         let mut producers = Vec::new();
+        let mut txns = Vec::new();
         for b in inner.tail.iter().filter(|b| b.end <= hw) {
             if !f.parts.is_empty() && f.bytes + b.bytes.len() > max_bytes {
                 break;
@@ -593,11 +702,13 @@ impl OpenStream {
             f.bytes += b.bytes.len();
             f.parts.push(b.bytes.clone());
             producers.extend(b.producer);
+            txns.extend(b.txn);
             if let Some(m) = &b.writer {
                 f.writers.record(m);
             }
         }
         f.producers = ProducerTable::compact(producers);
+        f.txns = TxnBatch::compact(txns);
         if f.parts.is_empty() {
             return None;
         }

@@ -119,6 +119,7 @@ fn chunk(stream: StreamId, se: u64, base: u64, end: u64) -> ChunkCommit {
         },
         producers: vec![],
         writers: Default::default(),
+        txns: vec![],
     }
 }
 
@@ -1271,6 +1272,49 @@ fn a_producer_batch_outside_its_chunk_is_rejected_and_changes_nothing() {
         chunks: vec![c],
     };
     assert!(rejected(&h.apply_as("n1", Some(e.0), commit)));
+    assert_eq!(h.view.streams[&s], before);
+}
+
+#[test]
+fn committed_chunks_carry_open_and_aborted_transactions_into_the_stream_row() {
+    use crate::meta::txn_index::TxnBatch;
+    let (mut h, e, s) = Harness::with_open_stream();
+    let mut c = chunk(s, 1, 0, 6);
+    c.txns = vec![
+        TxnBatch::Data {
+            producer_id: 7,
+            base: Offset(0),
+        },
+        TxnBatch::Data {
+            producer_id: 8,
+            base: Offset(2),
+        },
+        TxnBatch::Marker {
+            producer_id: 7,
+            producer_epoch: 1,
+            offset: Offset(4),
+            commit: false,
+        },
+    ];
+    let commit = |chunks| Command::CommitObjects {
+        node: n("n1"),
+        epoch: e,
+        chunks,
+    };
+    assert_eq!(h.apply_as("n1", Some(e.0), commit(vec![c])), Outcome::Applied);
+    let txns = h.view.streams[&s].producers.txns().clone();
+    assert_eq!(txns.last_stable(Offset(6)), Offset(2), "producer 8 is open");
+    assert_eq!(txns.aborted_in(Offset(0), Offset(6)).len(), 1);
+    let json = serde_json::to_string(&h.view).unwrap();
+    assert_eq!(serde_json::from_str::<View>(&json).unwrap(), h.view);
+    // An event outside its chunk is refused and changes nothing.
+    let mut bad = chunk(s, 1, 6, 8);
+    bad.txns = vec![TxnBatch::Data {
+        producer_id: 9,
+        base: Offset(8),
+    }];
+    let before = h.view.streams[&s].clone();
+    assert!(rejected(&h.apply_as("n1", Some(e.0), commit(vec![bad]))));
     assert_eq!(h.view.streams[&s], before);
 }
 

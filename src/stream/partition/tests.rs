@@ -462,3 +462,84 @@ mod durable_writers {
         assert_eq!(stale, DsAppend::Declined(DsVerdict::StaleEpoch { current: 3 }));
     }
 }
+
+fn txn_data(pid: i64, epoch: i16, seq: i32, values: &[&str]) -> Bytes {
+    crate::batch::transactional(&idempotent(pid, epoch, seq, values), false)
+}
+
+fn marker(pid: i64, epoch: i16, commit: bool) -> Bytes {
+    use crate::batch::marker::{encode_marker, Marker};
+    let m = if commit { Marker::Commit } else { Marker::Abort };
+    encode_marker(pid, epoch, m, 0, 10)
+}
+
+#[tokio::test]
+async fn the_last_stable_offset_waits_for_each_open_transaction_to_end() {
+    let (s, wal, _) = setup(1 << 20);
+    s.append_batch(&wal, &txn_data(3, 0, 0, &["a", "b"])).await.unwrap();
+    s.append(&wal, &[rec("plain")]).await.unwrap();
+    s.append_batch(&wal, &txn_data(4, 0, 0, &["c"])).await.unwrap();
+    s.append_batch(&wal, &txn_data(3, 0, 2, &["d"])).await.unwrap();
+    assert_eq!(s.high_watermark(), Offset(10));
+    assert_eq!(s.last_stable(), Offset(5), "producer 3 opened at 5");
+    let commit = s.append_batch(&wal, &marker(3, 0, true)).await.unwrap();
+    assert_eq!((commit.base, commit.count), (Offset(10), 1));
+    assert_eq!(s.last_stable(), Offset(8), "producer 4 is still open");
+    let abort = s.append_batch(&wal, &marker(4, 0, false)).await.unwrap();
+    assert_eq!(s.last_stable(), Offset(12));
+    let aborted = s.aborted_in(Offset(0), Offset(12));
+    assert_eq!(aborted.len(), 1);
+    assert_eq!(
+        (aborted[0].producer_id, aborted[0].first, aborted[0].marker),
+        (4, Offset(8), abort.base)
+    );
+    // A retried marker (the coordinator did not hear the first answer)
+    // appends nothing.
+    let again = s.append_batch(&wal, &marker(4, 0, false)).await.unwrap();
+    assert_eq!(again.count, 0);
+    assert_eq!(s.high_watermark(), Offset(12));
+    // The flush carries what the view's index needs.
+    let f = s.begin_flush(1 << 20).unwrap();
+    let kinds: Vec<(i64, bool)> = f
+        .txns
+        .iter()
+        .map(|t| match t {
+            TxnBatch::Data { producer_id, .. } => (*producer_id, false),
+            TxnBatch::Marker { producer_id, .. } => (*producer_id, true),
+        })
+        .collect();
+    assert_eq!(kinds, vec![(3, false), (4, false), (3, true), (4, true)]);
+}
+
+#[tokio::test]
+async fn a_marker_at_a_bumped_epoch_fences_the_zombie_and_a_stale_marker_is_refused() {
+    let (s, wal, _) = setup(1 << 20);
+    s.append_batch(&wal, &txn_data(3, 0, 0, &["a"])).await.unwrap();
+    // The coordinator aborted on a timeout and bumped the epoch to 1.
+    s.append_batch(&wal, &marker(3, 1, false)).await.unwrap();
+    let zombie = s.append_batch(&wal, &txn_data(3, 0, 1, &["late"])).await.unwrap_err();
+    assert_eq!(zombie.code, ErrorCode::InvalidProducerEpoch);
+    assert_eq!(s.high_watermark(), Offset(7), "nothing of the zombie appended");
+    assert_eq!(s.last_stable(), Offset(7));
+    // The next instance writes at epoch 2; an epoch-1 marker is stale.
+    s.append_batch(&wal, &txn_data(3, 2, 0, &["b"])).await.unwrap();
+    let stale = s.append_batch(&wal, &marker(3, 1, true)).await.unwrap_err();
+    assert_eq!(stale.code, ErrorCode::InvalidProducerEpoch);
+    assert_eq!(s.last_stable(), Offset(7), "the epoch-2 transaction is still open");
+}
+
+#[tokio::test]
+async fn a_control_batch_that_is_not_a_marker_and_a_transactional_batch_without_a_sequence_are_refused() {
+    let (s, wal, _) = setup(1 << 20);
+    let not_marker = crate::batch::transactional(&idempotent(3, 0, -1, &["x"]), true);
+    assert_eq!(
+        s.append_batch(&wal, &not_marker).await.unwrap_err().code,
+        ErrorCode::InvalidRequest
+    );
+    let unsequenced = crate::batch::transactional(&encode_batch(Offset(0), &[rec("x")]), false);
+    assert_eq!(
+        s.append_batch(&wal, &unsequenced).await.unwrap_err().code,
+        ErrorCode::InvalidRequest
+    );
+    assert_eq!(s.high_watermark(), Offset(5));
+}
