@@ -400,6 +400,25 @@ pub fn set_base_offset(batch: &mut [u8], base: Offset) {
     batch[0..8].copy_from_slice(&offset_to_i64(base).to_be_bytes());
 }
 
+/// The base offset of a stored batch (validated when it was stored).
+///
+/// # Panics
+/// If `batch` is shorter than 8 bytes.
+pub fn base_offset(batch: &[u8]) -> Offset {
+    let base = i64::from_be_bytes(batch[0..8].try_into().expect("8 bytes"));
+    Offset(u64::try_from(base).unwrap_or(0))
+}
+
+/// The offset after the last record of a stored batch.
+///
+/// # Panics
+/// If `batch` is shorter than the 27 bytes up to its last offset delta.
+pub fn end_offset(batch: &[u8]) -> Offset {
+    let at = ATTRIBUTES_OFFSET + 2;
+    let delta = i32::from_be_bytes(batch[at..at + 4].try_into().expect("4 bytes"));
+    base_offset(batch).plus(u64::try_from(delta).unwrap_or(0) + 1)
+}
+
 /// Overwrites the batch's partitionLeaderEpoch, which is outside the CRC.
 ///
 /// # Panics
@@ -747,6 +766,8 @@ mod tests {
         assert_eq!(&batch[12..16], &17i32.to_be_bytes());
         let decoded = decode_records("b", &batch).unwrap();
         assert_eq!(decoded[2].0, Offset(1_000_002));
+        assert_eq!(base_offset(&batch), info.base_offset);
+        assert_eq!(end_offset(&batch), info.end_offset());
     }
 
     #[test]

@@ -270,6 +270,11 @@ pub struct BatchRead {
     pub batches: Vec<bytes::Bytes>,
     pub high_watermark: Offset,
     pub start_offset: Offset,
+    /// The last stable offset: below it no transaction is open.
+    pub last_stable: Offset,
+    /// For a committed read, the aborted transactions with records in the
+    /// batches returned (empty otherwise).
+    pub aborted: Vec<crate::meta::txn_index::Aborted>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

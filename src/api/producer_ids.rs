@@ -79,4 +79,9 @@ pub trait ProducerIds: Send + Sync + 'static {
 
     /// Every transactional id with a record, as this node's view holds them.
     fn transactions(&self) -> Vec<(String, TxnSummary)>;
+
+    /// Transactional id `id`'s record, as this node's view holds it.
+    fn txn(&self, id: &str) -> Option<TxnSummary> {
+        self.transactions().into_iter().find(|(t, _)| t == id).map(|(_, s)| s)
+    }
 }

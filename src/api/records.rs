@@ -38,9 +38,17 @@ pub trait Records: Send + Sync + 'static {
     /// leader); the owner's end of a forwarded append.
     async fn append_batch(&self, topic: &str, partition: u32, batch: bytes::Bytes) -> ApiResult<Appended>;
 
+    /// A transaction marker (a control batch the transaction coordinator
+    /// encoded) appended to a partition: on its owner, or forwarded there.
+    /// It ends the producer's open transaction in the partition; with none
+    /// open (a retry) nothing is appended and the answer has no records.
+    async fn append_marker(&self, topic: &str, partition: u32, marker: bytes::Bytes) -> ApiResult<Appended>;
+
     /// Stored batches from `from` on, up to about `max_bytes` (at least one
-    /// batch when any exists), never past the high watermark; waits up to
-    /// `wait` when `from` is at the high watermark.
+    /// batch when any exists), never past the high watermark — nor, when
+    /// `committed` (Kafka's read_committed), past the last stable offset,
+    /// with the aborted transactions of the range; waits up to `wait` when
+    /// `from` is at that end.
     async fn read_batches(
         &self,
         topic: &str,
@@ -48,6 +56,7 @@ pub trait Records: Send + Sync + 'static {
         from: Offset,
         max_bytes: usize,
         wait: Duration,
+        committed: bool,
     ) -> ApiResult<BatchRead>;
 
     /// `Some` when a subscription to this partition is served by its owner

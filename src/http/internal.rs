@@ -29,6 +29,7 @@ pub(crate) fn router(state: Shared) -> Router {
             wire::APPEND_ROUTE,
             post(append).route_layer(guarded(Policy::Topic(Op::Write))),
         )
+        .route(wire::MARKER_ROUTE, post(marker).route_layer(guarded(Policy::Open)))
         .route(
             wire::READ_ROUTE,
             get(read).route_layer(guarded(Policy::Topic(Op::Read))),
@@ -88,6 +89,24 @@ async fn append(
         .into_response())
 }
 
+/// A transaction marker, appended where the stream is open.
+async fn marker(
+    State(state): State<Shared>,
+    Path((topic, partition)): Path<(String, String)>,
+    body: Bytes,
+) -> HttpResult<Response> {
+    let p = checked_partition(&state, &topic, &partition).await?;
+    let a = state.engine.records.append_marker(&topic, p, body).await?;
+    Ok((
+        [
+            (wire::BASE_OFFSET, a.base.get().to_string()),
+            (wire::COUNT, a.count.to_string()),
+        ],
+        (),
+    )
+        .into_response())
+}
+
 fn number(params: &Params, name: &str) -> HttpResult<u64> {
     let v = params.get(name).map_or("0", String::as_str);
     v.parse()
@@ -125,7 +144,7 @@ async fn read(
     let r = state
         .engine
         .records
-        .read_batches(&topic, p, from, max_bytes, wait)
+        .read_batches(&topic, p, from, max_bytes, wait, false)
         .await?;
     let body = Body::from_stream(futures::stream::iter(
         r.batches.into_iter().map(Ok::<_, std::convert::Infallible>),

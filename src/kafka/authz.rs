@@ -132,9 +132,17 @@ impl Records for Scoped<dyn Records> {
         from: Offset,
         max_bytes: usize,
         wait: Duration,
+        committed: bool,
     ) -> ApiResult<BatchRead> {
         self.need(Op::Read, topic)?;
-        self.inner.read_batches(topic, partition, from, max_bytes, wait).await
+        self.inner
+            .read_batches(topic, partition, from, max_bytes, wait, committed)
+            .await
+    }
+    /// The coordinator's own write: the transaction's partitions were
+    /// authorized for the producer as they were added.
+    async fn append_marker(&self, topic: &str, partition: u32, marker: bytes::Bytes) -> ApiResult<Appended> {
+        self.inner.append_marker(topic, partition, marker).await
     }
     async fn relay_subscription(
         &self,
@@ -430,7 +438,9 @@ mod tests {
             s.records.append_durable("theirs", 0, write, vec![record()]).await
         ));
         assert!(forbidden(
-            s.records.read_batches("theirs", 0, Offset(0), 1, Duration::ZERO).await
+            s.records
+                .read_batches("theirs", 0, Offset(0), 1, Duration::ZERO, false)
+                .await
         ));
         assert!(forbidden(s.records.leader_epoch_end("theirs", 0, StreamEpoch(1)).await));
         assert!(forbidden(s.records.producers("theirs", 0).await));

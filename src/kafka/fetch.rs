@@ -17,7 +17,9 @@ fn fetch_error(partition: i32, error_code: i16) -> FetchPartitionResponse {
         partition,
         error_code,
         high_watermark: -1,
+        last_stable_offset: -1,
         log_start_offset: -1,
+        aborted: Vec::new(),
         batches: Vec::new(),
     }
 }
@@ -27,7 +29,15 @@ fn fetch_error(partition: i32, error_code: i16) -> FetchPartitionResponse {
 /// make progress, as on Kafka). A partition this node does not know or does
 /// not lead yet is looked at again after catching up with the metadata log
 /// ([`super::catch_up`]).
-async fn fetch_pass(engine: &Services, parts: &[Part], max_bytes: usize) -> Vec<FetchPartitionResponse> {
+///
+/// `committed` (read_committed) reads stop at each partition's last stable
+/// offset and name the aborted transactions of what they return.
+async fn fetch_pass(
+    engine: &Services,
+    parts: &[Part],
+    max_bytes: usize,
+    committed: bool,
+) -> Vec<FetchPartitionResponse> {
     let mut budget = max_bytes;
     let mut any = false;
     let mut out = Vec::with_capacity(parts.len());
@@ -50,7 +60,9 @@ async fn fetch_pass(engine: &Services, parts: &[Part], max_bytes: usize) -> Vec<
         }
         let max = usize::try_from(fp.partition_max_bytes).unwrap_or(0).min(budget);
         let read = super::catch_up(engine, topic, p, || {
-            engine.records.read_batches(topic, p, Offset(from), max, Duration::ZERO)
+            engine
+                .records
+                .read_batches(topic, p, Offset(from), max, Duration::ZERO, committed)
         })
         .await;
         match read {
@@ -72,11 +84,18 @@ async fn fetch_pass(engine: &Services, parts: &[Part], max_bytes: usize) -> Vec<
                 let n: usize = batches.iter().map(|b| b.len()).sum();
                 any |= n > 0;
                 budget = budget.saturating_sub(n);
+                let end = batches.last().map_or(Offset(from), |b| crate::batch::end_offset(b));
+                let aborted = (read.aborted.iter())
+                    .filter(|a| a.first < end)
+                    .map(|a| (a.producer_id, a.first.get() as i64))
+                    .collect();
                 out.push(FetchPartitionResponse {
                     partition: fp.partition,
                     error_code: code::NONE,
                     high_watermark: read.high_watermark.get() as i64,
+                    last_stable_offset: read.last_stable.get() as i64,
                     log_start_offset: read.start_offset.get() as i64,
+                    aborted,
                     batches,
                 });
             }
@@ -198,7 +217,8 @@ async fn fetch_waiting(
     max_bytes: usize,
     still_logged_in: &(dyn Fn() -> bool + Sync),
 ) -> Option<Vec<FetchPartitionResponse>> {
-    let first = fetch_pass(engine, parts, max_bytes).await;
+    let committed = req.isolation_level == 1;
+    let first = fetch_pass(engine, parts, max_bytes, committed).await;
     let bytes: usize = first.iter().flat_map(|p| p.batches.iter()).map(|b| b.len()).sum();
     let wait = Duration::from_millis(u64::try_from(req.max_wait_ms).unwrap_or(0)).min(engine.limits.max_wait);
     let errors = first.iter().any(|p| p.error_code != code::NONE);
@@ -219,7 +239,7 @@ async fn fetch_waiting(
         waits.push(Box::pin(async move {
             let _ = engine
                 .records
-                .read_batches(&topic, partition, Offset(from), 1, wait)
+                .read_batches(&topic, partition, Offset(from), 1, wait, committed)
                 .await;
         }));
     }
@@ -232,5 +252,5 @@ async fn fetch_waiting(
     if !still_logged_in() {
         return None;
     }
-    Some(fetch_pass(engine, parts, max_bytes).await)
+    Some(fetch_pass(engine, parts, max_bytes, committed).await)
 }

@@ -395,6 +395,8 @@ mod tests {
                 partition: p.fetch.partition,
                 error_code: 0,
                 high_watermark: hw,
+                last_stable_offset: hw,
+                aborted: Vec::new(),
                 log_start_offset: 0,
                 batches: if records {
                     vec![Bytes::from_static(b"batch")]

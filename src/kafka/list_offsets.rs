@@ -2,8 +2,8 @@
 //! the largest timestamp (KIP-734), or the first offset at or after a
 //! timestamp (scanning stored batch headers). Without tiered storage the
 //! earliest local offset (-4) is the earliest, and there is no last tiered
-//! offset (-5 answers -1). `read_committed` answers as `read_uncommitted`:
-//! without transactions the last stable offset is the high watermark.
+//! offset (-5 answers -1). With `read_committed` the latest offset is the
+//! last stable offset (below it no transaction is open).
 
 use super::leader_epoch::check_leader_epoch;
 use super::proto::*;
@@ -54,6 +54,7 @@ pub(super) async fn list_offsets(
     req: ListOffsetsRequest,
 ) -> Vec<(String, Vec<ListOffsetsPartitionResponse>)> {
     let me = engine.cluster.ready().node_id;
+    let committed = req.isolation_level == 1;
     let mut out = Vec::with_capacity(req.topics.len());
     for (topic, parts) in req.topics {
         let mut answers = Vec::with_capacity(parts.len());
@@ -79,6 +80,7 @@ pub(super) async fn list_offsets(
             let leader_epoch = i32::try_from(info.stream_epoch.get()).unwrap_or(i32::MAX);
             let found = match timestamp {
                 EARLIEST | EARLIEST_LOCAL => Ok((-1, info.start_offset.get() as i64)),
+                LATEST if committed => last_stable(engine, &topic, info.partition, info.end_offset).await,
                 LATEST => Ok((-1, info.end_offset.get() as i64)),
                 LATEST_TIERED => Ok((-1, -1)),
                 MAX_TIMESTAMP => max_timestamp(engine, &topic, info.partition, info.start_offset).await,
@@ -100,6 +102,15 @@ pub(super) async fn list_offsets(
     out
 }
 
+/// The partition's last stable offset, as a committed read at the high
+/// watermark `hw` answers it.
+async fn last_stable(engine: &Services, topic: &str, partition: u32, hw: Offset) -> Result<(i64, i64), ApiError> {
+    let read = (engine.records)
+        .read_batches(topic, partition, hw, 1, Duration::ZERO, true)
+        .await?;
+    Ok((-1, read.last_stable.get() as i64))
+}
+
 /// The first record with a timestamp at or after `ts`: (its timestamp, its
 /// offset), or (-1, -1) when there is none. Scans batch headers from the
 /// start, decoding only the batch that holds the answer.
@@ -114,7 +125,7 @@ pub async fn offset_for_timestamp(
     loop {
         let read = engine
             .records
-            .read_batches(topic, partition, from, 1 << 20, Duration::ZERO)
+            .read_batches(topic, partition, from, 1 << 20, Duration::ZERO, false)
             .await?;
         if read.batches.is_empty() {
             return Ok((-1, -1));
@@ -150,7 +161,7 @@ pub async fn max_timestamp(
     loop {
         let read = engine
             .records
-            .read_batches(topic, partition, from, 1 << 20, Duration::ZERO)
+            .read_batches(topic, partition, from, 1 << 20, Duration::ZERO, false)
             .await?;
         if read.batches.is_empty() {
             break;

@@ -342,6 +342,8 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
     let session = &session;
     let client = ClientSlot::default();
     let client = &client;
+    let order = produce::ProduceOrder::default();
+    let order = &order;
     let auth = engine.tokens.auth_required();
     let cap = || {
         if auth && !session.is_authenticated() {
@@ -367,7 +369,7 @@ async fn connection<S: AsyncRead + AsyncWrite + Unpin>(
         let api = api_name(&frame);
         Box::pin(timed(
             api,
-            handle_gated(engine, session, client, groups, sessions, opts, frame, peer),
+            handle_gated(engine, session, client, order, groups, sessions, opts, frame, peer),
         ))
     };
     let process = async {
@@ -525,6 +527,7 @@ async fn handle_gated(
     engine: &Services,
     session: &sasl::Session,
     client: &ClientSlot,
+    order: &produce::ProduceOrder,
     groups: &Groups,
     sessions: &FetchSessions,
     opts: Options,
@@ -542,11 +545,11 @@ async fn handle_gated(
             })
         }
         sasl::Gate::Sasl | sasl::Gate::Serve(None) => {
-            handle_with(engine, session, client, groups, sessions, opts, frame, peer).await
+            handle_with(engine, session, client, order, groups, sessions, opts, frame, peer).await
         }
         sasl::Gate::Serve(Some(principal)) => {
             let scoped = authz::scoped(engine, principal);
-            handle_with(&scoped, session, client, groups, sessions, opts, frame, peer).await
+            handle_with(&scoped, session, client, order, groups, sessions, opts, frame, peer).await
         }
     }
 }
@@ -567,6 +570,7 @@ pub async fn handle_in(
         engine,
         &sasl::Session::default(),
         &client,
+        &produce::ProduceOrder::default(),
         groups,
         &sessions,
         opts,
@@ -592,6 +596,7 @@ async fn handle_with(
     engine: &Services,
     session: &sasl::Session,
     client: &ClientSlot,
+    order: &produce::ProduceOrder,
     groups: &Groups,
     sessions: &FetchSessions,
     opts: Options,
@@ -638,7 +643,7 @@ async fn handle_with(
         PRODUCE => {
             let req = decode_produce(&mut r, version)?;
             let acks = req.acks;
-            let (topics, ids) = produce::produce(engine, req).await;
+            let (topics, ids) = produce::produce(engine, order, req).await;
             if acks == 0 {
                 return Ok(None);
             }

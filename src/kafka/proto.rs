@@ -691,7 +691,11 @@ pub struct FetchPartitionResponse {
     pub partition: i32,
     pub error_code: i16,
     pub high_watermark: i64,
+    pub last_stable_offset: i64,
     pub log_start_offset: i64,
+    /// The aborted transactions of a read_committed answer: (producer id,
+    /// first offset).
+    pub aborted: Vec<(i64, i64)>,
     pub batches: Vec<Bytes>,
 }
 
@@ -728,11 +732,16 @@ pub fn encode_fetch(
             o.w.i32(p.partition);
             o.w.i16(p.error_code);
             o.w.i64(p.high_watermark);
-            o.w.i64(p.high_watermark); // last_stable_offset: no transactions
+            o.w.i64(p.last_stable_offset);
             if version >= 5 {
                 o.w.i64(p.log_start_offset);
             }
-            o.array_len(0); // aborted_transactions
+            o.array_len(p.aborted.len());
+            for &(producer_id, first_offset) in &p.aborted {
+                o.w.i64(producer_id);
+                o.w.i64(first_offset);
+                o.tags();
+            }
             if version >= 11 {
                 o.w.i32(-1); // preferred_read_replica
             }

@@ -28,6 +28,7 @@ use super::groups::code as gcode;
 use super::txn_proto::{self as tp, DescribedTxn};
 use super::wire::{DecodeResult, Reader, Writer};
 use crate::api::{ErrorCode, GroupOffset, Services, TxnRequest, TxnSummary};
+use crate::batch::marker::{encode_marker, Marker};
 use crate::meta::txn::{TxnDone, TxnRefusal, TxnState, MAX_TXN_TIMEOUT_MS};
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -94,15 +95,40 @@ async fn run(engine: &Services, placed: &str, id: &str, req: TxnRequest, fencing
     Err(CONCURRENT_TRANSACTIONS)
 }
 
-/// Complete the transaction `id`'s record says is ending. (Markers go
-/// first once transactional batches are accepted; none can exist yet.)
+/// Complete the transaction `id`'s record says is ending: its marker
+/// (commit or abort, at the record's epoch) is written into every partition
+/// of the transaction through the ordinary append path, and only once all
+/// are durable is the record completed. A marker that fails leaves the
+/// record in its Prepare state; the next request or the ticker (this
+/// coordinator's or, after failover, the next one's) writes the markers
+/// again, and a partition that has one already appends nothing.
 async fn finish(engine: &Services, id: &str) -> Result<(), i16> {
-    let Some(row) = engine.producer_ids.transactions().into_iter().find(|(t, _)| t == id) else {
+    let Some(row) = engine.producer_ids.txn(id) else {
         return Ok(());
     };
-    let row = row.1;
-    if !matches!(row.state, TxnState::PrepareCommit | TxnState::PrepareAbort) {
-        return Ok(());
+    let marker = match row.state {
+        TxnState::PrepareCommit => Marker::Commit,
+        TxnState::PrepareAbort => Marker::Abort,
+        _ => return Ok(()),
+    };
+    let batch = encode_marker(row.producer_id, row.producer_epoch, marker, 0, engine.clock.now_ms());
+    let writes = (row.partitions.iter()).map(|(topic, p)| engine.records.append_marker(topic, *p, batch.clone()));
+    for (written, (topic, p)) in futures::future::join_all(writes).await.into_iter().zip(&row.partitions) {
+        match written {
+            Ok(_) => {}
+            // A deleted topic has no partition left to mark.
+            Err(e) if matches!(e.code, ErrorCode::TopicNotFound | ErrorCode::PartitionNotFound) => {}
+            Err(e) => {
+                tracing::debug!(
+                    transactional_id = id,
+                    topic,
+                    partition = p,
+                    "marker not written: {}",
+                    e.message
+                );
+                return Err(api_code(e.code));
+            }
+        }
     }
     let req = TxnRequest::Complete {
         producer_id: row.producer_id,
@@ -166,8 +192,8 @@ pub async fn add_partitions(
         return answer(&|_, _| e);
     }
     if verify_only {
-        let row = engine.producer_ids.transactions().into_iter().find(|(t, _)| t == id);
-        return answer(&|t, p| verify(row.as_ref().map(|r| &r.1), producer, t, p, fencing));
+        let row = engine.producer_ids.txn(id);
+        return answer(&|t, p| verify(row.as_ref(), producer, t, p, fencing));
     }
     let mut named = Vec::new();
     for (t, ps) in partitions {
@@ -190,7 +216,10 @@ pub async fn add_partitions(
     answer(&|_, _| e)
 }
 
-fn verify(row: Option<&TxnSummary>, producer: (i64, i16), topic: &str, partition: i32, fencing: Fencing) -> i16 {
+/// Whether `row` says `producer`'s ongoing transaction holds `partition`:
+/// `NONE`, or Kafka's code for why not (also the check a partition leader
+/// makes before it accepts a transactional batch, see `kafka::produce`).
+pub fn verify(row: Option<&TxnSummary>, producer: (i64, i16), topic: &str, partition: i32, fencing: Fencing) -> i16 {
     let Some(row) = row else {
         return INVALID_PRODUCER_ID_MAPPING;
     };

@@ -64,7 +64,24 @@ impl Forwarder {
         }
         let batch = crate::batch::encode_batch(Offset(0), records);
         with_retry("append", at, stream, false, |addr, applied| {
-            self.append_batch(addr, applied, topic, partition, batch.clone())
+            self.append_batch(addr, applied, wire::APPEND_ROUTE, topic, partition, batch.clone())
+        })
+        .await
+    }
+
+    /// Forward a transaction marker to the owner of `stream`, if another
+    /// node owns it. Safe to retry: a marker that landed ends the
+    /// transaction, and the same marker again appends nothing.
+    pub async fn append_marker(
+        &self,
+        at: &dyn Placement,
+        stream: StreamId,
+        topic: &str,
+        partition: u32,
+        marker: Bytes,
+    ) -> Option<ApiResult<Appended>> {
+        with_retry("marker", at, stream, true, |addr, applied| {
+            self.append_batch(addr, applied, wire::MARKER_ROUTE, topic, partition, marker.clone())
         })
         .await
     }
@@ -175,11 +192,12 @@ impl Forwarder {
         &self,
         addr: String,
         applied: u64,
+        route: &str,
         topic: &str,
         partition: u32,
         batch: Bytes,
     ) -> Result<Appended, Failure> {
-        let path = wire::APPEND_ROUTE
+        let path = route
             .replace("{topic}", topic)
             .replace("{partition}", &partition.to_string());
         let req = self

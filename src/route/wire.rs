@@ -26,6 +26,9 @@ use crate::ids::Offset;
 pub const PREFIX: &str = "/internal/v1";
 /// The append route, in axum syntax.
 pub const APPEND_ROUTE: &str = "/internal/v1/topics/{topic}/partitions/{partition}/batch";
+/// A transaction marker the coordinator writes: the peer credential
+/// authorizes it (the coordinator acts on its own, not for a caller).
+pub const MARKER_ROUTE: &str = "/internal/v1/topics/{topic}/partitions/{partition}/marker";
 /// The read route, in axum syntax.
 pub const READ_ROUTE: &str = "/internal/v1/topics/{topic}/partitions/{partition}/batches";
 

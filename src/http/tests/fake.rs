@@ -359,8 +359,13 @@ impl Records for FakeEngine {
         _from: Offset,
         _max_bytes: usize,
         _wait: Duration,
+        _committed: bool,
     ) -> ApiResult<BatchRead> {
         Err(unsupported("raw batch reads"))
+    }
+
+    async fn append_marker(&self, _topic: &str, _partition: u32, _marker: bytes::Bytes) -> ApiResult<Appended> {
+        Err(unsupported("transaction markers"))
     }
 
     async fn leader_epoch_end(&self, _topic: &str, _partition: u32, _epoch: StreamEpoch) -> ApiResult<Offset> {

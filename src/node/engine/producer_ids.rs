@@ -53,23 +53,30 @@ impl ProducerIds for Node {
         let names: BTreeMap<_, _> = view.topics.iter().map(|(n, t)| (t.id, n.clone())).collect();
         view.txns
             .iter()
-            .map(|(id, row)| {
-                let partitions = row
-                    .partitions
-                    .iter()
-                    .filter_map(|s| Some((names.get(&s.topic)?.clone(), s.partition)))
-                    .collect();
-                let summary = TxnSummary {
-                    producer_id: row.producer_id,
-                    producer_epoch: row.producer_epoch,
-                    state: row.state,
-                    timeout_ms: row.timeout_ms,
-                    started_at: row.started_at.0,
-                    partitions,
-                };
-                (id.clone(), summary)
-            })
+            .map(|(id, row)| (id.clone(), summary(row, |t| names.get(&t).cloned())))
             .collect()
+    }
+
+    fn txn(&self, id: &str) -> Option<TxnSummary> {
+        let view = self.meta.view();
+        let row = view.txns.get(id)?;
+        let name = |t| view.topics.iter().find(|(_, r)| r.id == t).map(|(n, _)| n.clone());
+        Some(summary(row, name))
+    }
+}
+
+/// A record as DescribeTransactions shows it, its partitions named by
+/// `name` (a topic deleted meanwhile is left out).
+fn summary(row: &crate::meta::txn::TxnRow, name: impl Fn(crate::ids::TopicId) -> Option<String>) -> TxnSummary {
+    TxnSummary {
+        producer_id: row.producer_id,
+        producer_epoch: row.producer_epoch,
+        state: row.state,
+        timeout_ms: row.timeout_ms,
+        started_at: row.started_at.0,
+        partitions: (row.partitions.iter())
+            .filter_map(|s| Some((name(s.topic)?, s.partition)))
+            .collect(),
     }
 }
 

@@ -15,8 +15,23 @@ use async_trait::async_trait;
 struct ReadPosition {
     start: Offset,
     hw: Offset,
+    /// The last stable offset (see [`OpenStream::last_stable`](crate::stream::partition::OpenStream::last_stable)).
+    last_stable: Offset,
     chunks: Vec<crate::meta::IndexedChunk>,
     local: Option<std::sync::Arc<crate::stream::partition::OpenStream>>,
+    /// The view's transaction index of a stream no node has open.
+    txns: Option<crate::meta::txn_index::TxnIndex>,
+}
+
+impl ReadPosition {
+    /// The aborted transactions with records in `from..to`.
+    fn aborted_in(&self, from: Offset, to: Offset) -> Vec<crate::meta::txn_index::Aborted> {
+        match (&self.local, &self.txns) {
+            (Some(s), _) => s.aborted_in(from, to),
+            (None, Some(t)) => t.aborted_in(from, to),
+            (None, None) => Vec::new(),
+        }
+    }
 }
 
 impl Node {
@@ -24,24 +39,33 @@ impl Node {
     /// node can vouch for (its own if it owns the stream, else the committed
     /// end of a closed stream), the committed chunks, and the local stream.
     fn read_position(&self, stream: StreamId) -> ApiResult<ReadPosition> {
-        let (start, committed_end, chunks, open_elsewhere) = {
+        let (start, committed_end, chunks, open_elsewhere, view_txns) = {
             let view = self.meta.view();
             let row = view.streams.get(&stream).ok_or_else(|| self.not_here(stream))?;
             let elsewhere = !matches!(row.state, StreamState::Closed)
                 && !matches!(&row.state, StreamState::Open { node, node_epoch } if node == &self.id && *node_epoch == self.epoch);
-            (row.start, row.committed_end, row.chunks.clone(), elsewhere)
+            let txns = row.producers.txns();
+            let txns = (!txns.is_empty()).then(|| txns.clone());
+            (row.start, row.committed_end, row.chunks.clone(), elsewhere, txns)
         };
         let local = self.open_stream(stream);
-        let hw = match &local {
-            Some(s) => s.high_watermark(),
+        let (hw, last_stable, txns) = match &local {
+            Some(s) => (s.high_watermark(), s.last_stable(), None),
             None if open_elsewhere => return Err(self.not_here(stream)),
-            None => committed_end,
+            None => {
+                let stable = view_txns
+                    .as_ref()
+                    .map_or(committed_end, |t| t.last_stable(committed_end));
+                (committed_end, stable, view_txns)
+            }
         };
         Ok(ReadPosition {
             start,
             hw,
+            last_stable: last_stable.max(start),
             chunks,
             local,
+            txns,
         })
     }
 
@@ -51,6 +75,7 @@ impl Node {
             hw,
             chunks,
             local,
+            ..
         } = self.read_position(stream)?;
         let from = match from {
             ReadFrom::Start => start,
@@ -108,13 +133,22 @@ impl Node {
 }
 
 impl Node {
-    async fn read_batches_once(&self, stream: StreamId, from: Offset, max_bytes: usize) -> ApiResult<BatchRead> {
+    async fn read_batches_once(
+        &self,
+        stream: StreamId,
+        from: Offset,
+        max_bytes: usize,
+        committed: bool,
+    ) -> ApiResult<BatchRead> {
+        let position = self.read_position(stream)?;
         let ReadPosition {
             start,
             hw,
-            chunks,
-            local,
-        } = self.read_position(stream)?;
+            last_stable,
+            ref chunks,
+            ref local,
+            ..
+        } = position;
         if from < start || from > hw {
             return Err(ApiError {
                 code: ErrorCode::OffsetOutOfRange,
@@ -122,26 +156,42 @@ impl Node {
                 start_offset: Some(start),
             });
         }
-        let mut out = BatchRead {
+        let out = BatchRead {
             batches: Vec::new(),
             high_watermark: hw,
             start_offset: start,
+            last_stable,
+            aborted: Vec::new(),
         };
-        if from == hw {
+        // A read_committed reader stops at the last stable offset (it falls
+        // on a batch boundary: the first batch of a transaction, or the end).
+        let end = if committed { last_stable } else { hw };
+        if from >= end {
             return Ok(out);
         }
-        if let Some(s) = &local {
-            if let Some(b) = s.read_tail_batches(from, hw, max_bytes) {
-                out.batches = b;
-                count_read("batches", out.batches.len(), out.batches.iter().map(|b| b.len()).sum());
-                return Ok(out);
+        let answer = |mut out: BatchRead, batches: Vec<bytes::Bytes>| {
+            if committed {
+                let to = batches.last().map_or(from, |b| crate::batch::end_offset(b));
+                out.aborted = position.aborted_in(from, to);
+            }
+            count_read("batches", batches.len(), batches.iter().map(|b| b.len()).sum());
+            out.batches = batches;
+            out
+        };
+        if let Some(s) = local {
+            if let Some(b) = s.read_tail_batches(from, end, max_bytes) {
+                return Ok(answer(out, b));
             }
         }
-        let (mut batches, next) = self.reader.read_batches(&chunks, from, max_bytes).await?;
-        if let Some(s) = &local {
+        let (mut batches, mut next) = self.reader.read_batches(chunks, from, max_bytes).await?;
+        if let Some(past) = batches.iter().position(|b| crate::batch::base_offset(b) >= end) {
+            batches.truncate(past);
+            next = end;
+        }
+        if let Some(s) = local {
             let used: usize = batches.iter().map(|b| b.len()).sum();
-            if used < max_bytes && next < hw {
-                if let Some(more) = s.read_tail_batches(next, hw, max_bytes - used) {
+            if used < max_bytes && next < end {
+                if let Some(more) = s.read_tail_batches(next, end, max_bytes - used) {
                     let room = max_bytes - used;
                     let mut taken = 0;
                     for b in more {
@@ -154,9 +204,7 @@ impl Node {
                 }
             }
         }
-        out.batches = batches;
-        count_read("batches", out.batches.len(), out.batches.iter().map(|b| b.len()).sum());
-        Ok(out)
+        Ok(answer(out, batches))
     }
 
     /// The stream once this node has it open, waiting for the view to open
@@ -313,6 +361,26 @@ impl Records for Node {
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(stream = %format_args!("{topic}/{partition}")))]
+    async fn append_marker(&self, topic: &str, partition: u32, marker: bytes::Bytes) -> ApiResult<Appended> {
+        let stream = self.resolve_current(topic, partition).await?;
+        if self.phase() != Phase::Ready {
+            return Err(ApiError::unavailable(format!("node is {}", self.phase().as_str())));
+        }
+        let is_marker = crate::batch::parse_batch("a transaction marker", &marker).is_ok_and(|i| i.is_control);
+        if !is_marker {
+            return Err(ApiError::invalid("a transaction marker must be a control batch"));
+        }
+        let Some(s) = self.open_stream_soon(stream).await else {
+            let routed = self
+                .router()
+                .append_marker(self, stream, topic, partition, marker)
+                .await;
+            return routed.unwrap_or_else(|| Err(self.not_here(stream)));
+        };
+        s.append_batch(&self.wal, &marker).await
+    }
+
+    #[tracing::instrument(level = "debug", skip_all, fields(stream = %format_args!("{topic}/{partition}")))]
     async fn read_batches(
         &self,
         topic: &str,
@@ -320,10 +388,11 @@ impl Records for Node {
         from: Offset,
         max_bytes: usize,
         wait: std::time::Duration,
+        committed: bool,
     ) -> ApiResult<BatchRead> {
         let stream = self.resolve(topic, partition)?;
         self.check_serving()?;
-        let first = self.read_batches_once(stream, from, max_bytes).await?;
+        let first = self.read_batches_once(stream, from, max_bytes, committed).await?;
         if !first.batches.is_empty() || wait.is_zero() {
             return Ok(first);
         }
@@ -331,13 +400,24 @@ impl Records for Node {
         let Some(s) = self.open_here_by(stream, deadline).await? else {
             return Ok(first);
         };
+        // The last stable offset moves only as the high watermark does (a
+        // marker is durable, or the data of no transaction).
         let mut hw = s.watch_high_watermark();
-        tokio::select! {
-            _ = hw.wait_for(|h| *h > from) => {}
-            _ = tokio::time::sleep_until(deadline) => return Ok(first),
-            _ = self.live_reads_ended() => return Err(ApiError::unavailable("node is shutting down")),
+        let visible = |s: &crate::stream::partition::OpenStream| {
+            if committed {
+                s.last_stable()
+            } else {
+                s.high_watermark()
+            }
+        };
+        while visible(&s) <= from {
+            tokio::select! {
+                changed = hw.changed() => if changed.is_err() { return Ok(first) },
+                _ = tokio::time::sleep_until(deadline) => return Ok(first),
+                _ = self.live_reads_ended() => return Err(ApiError::unavailable("node is shutting down")),
+            }
         }
-        self.read_batches_once(stream, from, max_bytes).await
+        self.read_batches_once(stream, from, max_bytes, committed).await
     }
 
     async fn relay_subscription(
