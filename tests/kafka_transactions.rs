@@ -2,9 +2,10 @@
 //! librdkafka's transaction manager) against two in-process nodes: the
 //! coordinator found by FindCoordinator key type 1, InitProducerId with a
 //! transactional id, AddOffsetsToTxn, TxnOffsetCommit on the group's
-//! coordinator, EndTxn commit and abort, and fencing by a second instance.
-//! Transactional batches are not accepted yet, so these transactions write
-//! only offsets (see docs/design/transactions.md).
+//! coordinator, EndTxn commit and abort, and fencing by a second instance;
+//! then transactions that write records over three partitions on three
+//! nodes, read back read_committed and read_uncommitted, a zombie fenced,
+//! and a transaction aborted by its timeout.
 
 mod support;
 
@@ -64,4 +65,89 @@ async fn confluent_kafka_commits_and_aborts_transactional_offsets_and_is_fenced(
         step("fenced")
     );
     assert_eq!(step("second")["offsets"]["0"], 12, "the new instance commits");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn confluent_kafka_transactions_commit_and_abort_records_over_three_partitions_on_three_nodes() {
+    if !python_module_installed("confluent_kafka") {
+        return;
+    }
+    let c = Cluster::start_n(3).await;
+    let engine = c.nodes[0].services();
+    engine.topics.create_topic("tx", 3, Default::default()).await.unwrap();
+    support::eventually(std::time::Duration::from_secs(10), || {
+        c.nodes.iter().all(|n| n.services().topics.partitions("tx").is_ok())
+    })
+    .await;
+    let owners: std::collections::BTreeSet<String> = engine
+        .topics
+        .describe_topic("tx")
+        .unwrap()
+        .partition_info
+        .iter()
+        .filter_map(|p| p.owner.clone())
+        .collect();
+    eprintln!("partition owners: {owners:?}");
+    let (rounds, per) = (20, 30);
+    let out = tokio::time::timeout(
+        std::time::Duration::from_secs(300),
+        python()
+            .arg(repo("tests/kafka/txn_data.py"))
+            .args([c.bootstrap(), "tx", &rounds.to_string(), &per.to_string()])
+            .stderr(std::process::Stdio::inherit())
+            .output(),
+    )
+    .await
+    .expect("the client finished within 300 s")
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    eprintln!("{stdout}");
+    assert!(out.status.success(), "txn_data.py failed: {}", out.status);
+    let steps: Vec<Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let step = |name: &str| {
+        steps
+            .iter()
+            .find(|s| s["step"] == name)
+            .unwrap_or_else(|| panic!("no step {name}"))
+    };
+    let half = rounds / 2 * per;
+    assert_eq!(step("rounds")["committed"], half);
+    let read = step("read");
+    assert_eq!(read["committed_reached_end"], true, "{read}");
+    assert_eq!(
+        read["read_committed"], half,
+        "read_committed sees exactly the committed records"
+    );
+    assert_eq!(read["read_committed_exact"], true);
+    assert_eq!(read["read_committed_in_order"], true);
+    assert_eq!(read["read_committed_aborted"], 0);
+    assert_eq!(
+        read["read_uncommitted"],
+        2 * half,
+        "read_uncommitted sees every data record"
+    );
+    assert_eq!(read["read_uncommitted_exact"], true);
+    assert_eq!(read["strangers"], 0, "no control record surfaces as a message");
+    let zombie = step("zombie");
+    assert_eq!(zombie["commit_error"]["name"], "_FENCED", "{zombie}");
+    assert_eq!(
+        zombie["flush_error"]["name"], "_FENCED",
+        "the partition leader refuses the zombie's batch at its old epoch: {zombie}"
+    );
+    assert_eq!(zombie["before_visible"], false, "the zombie's transaction was aborted");
+    assert_eq!(
+        zombie["after_visible"], false,
+        "nothing the zombie wrote after the fence is visible"
+    );
+    assert_eq!(zombie["second_visible"], true);
+    let timeout = step("timeout");
+    assert!(
+        timeout["plain_visible_after_s"].is_number(),
+        "the timed-out transaction was never aborted: {timeout}"
+    );
+    assert_eq!(timeout["open_visible"], false);
+    assert!(
+        timeout["commit_error"].is_object(),
+        "the timed-out producer cannot commit: {timeout}"
+    );
 }

@@ -33,7 +33,8 @@ pub async fn serve_node(
     (node, format!("http://{http_addr}"), kafka)
 }
 
-/// Two nodes sharing stores; clients bootstrap from `kafkas[0]`.
+/// Nodes sharing stores (two, or [`Cluster::start_n`]); clients bootstrap
+/// from `kafkas[0]`.
 pub struct Cluster {
     pub nodes: Vec<Arc<Node>>,
     pub urls: Vec<String>,
@@ -43,6 +44,10 @@ pub struct Cluster {
 
 impl Cluster {
     pub async fn start() -> Cluster {
+        Self::start_n(2).await
+    }
+
+    pub async fn start_n(n: usize) -> Cluster {
         let backends = memory_backends();
         let (stop, stop_rx) = tokio::sync::watch::channel(false);
         let mut c = Cluster {
@@ -51,18 +56,19 @@ impl Cluster {
             kafkas: Vec::new(),
             _stop: stop,
         };
-        for id in ["n1", "n2"] {
-            let (node, url, kafka) = serve_node(id, &[], backends.clone(), stop_rx.clone()).await;
+        for i in 1..=n {
+            let id = format!("n{i}");
+            let (node, url, kafka) = serve_node(&id, &[], backends.clone(), stop_rx.clone()).await;
             c.nodes.push(node);
             c.urls.push(url);
             c.kafkas.push(kafka);
         }
-        // Both nodes see both live before any topic exists, so placement
-        // spreads partitions and Metadata lists both brokers.
+        // Every node sees every other live before any topic exists, so
+        // placement spreads partitions and Metadata lists every broker.
         let both = eventually(Duration::from_secs(10), || {
             c.nodes
                 .iter()
-                .all(|n| n.meta.view().nodes.values().filter(|r| !r.fenced).count() == 2)
+                .all(|node| node.meta.view().nodes.values().filter(|r| !r.fenced).count() == n)
         })
         .await;
         assert!(both, "the nodes did not see each other");
