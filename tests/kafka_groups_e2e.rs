@@ -369,30 +369,7 @@ impl Cluster {
 
     /// The node that coordinates `group` now (FindCoordinator v1 over the wire).
     async fn coordinator_of(&self, group: &str) -> String {
-        use kafka_protocol::messages::{FindCoordinatorRequest, FindCoordinatorResponse, RequestHeader};
-        use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
-        let mut frame = bytes::BytesMut::new();
-        RequestHeader::default()
-            .with_request_api_key(10)
-            .with_request_api_version(1)
-            .with_correlation_id(1)
-            .encode(&mut frame, 1)
-            .unwrap();
-        FindCoordinatorRequest::default()
-            .with_key(StrBytes::from_string(group.to_string()))
-            .encode(&mut frame, 1)
-            .unwrap();
-        let mut s = tokio::net::TcpStream::connect(&self.nodes[0].kafka_addr).await.unwrap();
-        s.write_all(&(frame.len() as u32).to_be_bytes()).await.unwrap();
-        s.write_all(&frame).await.unwrap();
-        use tokio::io::AsyncReadExt;
-        let len = s.read_u32().await.unwrap();
-        let mut body = vec![0; len as usize];
-        s.read_exact(&mut body).await.unwrap();
-        let mut body = bytes::Bytes::from(body.split_off(4));
-        let resp = FindCoordinatorResponse::decode(&mut body, 1).unwrap();
-        assert_eq!(resp.error_code, 0, "FindCoordinator: {resp:?}");
-        let addr = format!("{}:{}", resp.host.as_str(), resp.port);
+        let addr = support::kafka::find_coordinator(&self.nodes[0].kafka_addr, group, 0).await;
         self.nodes
             .iter()
             .find(|n| n.kafka_addr == addr)

@@ -143,3 +143,33 @@ pub async fn start_secured(admin_secret: &str) -> Secured {
         _stop: stop,
     }
 }
+
+/// The `host:port` FindCoordinator (v1, over the wire to `kafka_addr`)
+/// names for `key`: key type 0 a group, 1 a transactional id.
+pub async fn find_coordinator(kafka_addr: &str, key: &str, key_type: i8) -> String {
+    use kafka_protocol::messages::{FindCoordinatorRequest, FindCoordinatorResponse, RequestHeader};
+    use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut frame = bytes::BytesMut::new();
+    RequestHeader::default()
+        .with_request_api_key(10)
+        .with_request_api_version(1)
+        .with_correlation_id(1)
+        .encode(&mut frame, 1)
+        .unwrap();
+    FindCoordinatorRequest::default()
+        .with_key(StrBytes::from_string(key.to_string()))
+        .with_key_type(key_type)
+        .encode(&mut frame, 1)
+        .unwrap();
+    let mut s = tokio::net::TcpStream::connect(kafka_addr).await.unwrap();
+    s.write_all(&(frame.len() as u32).to_be_bytes()).await.unwrap();
+    s.write_all(&frame).await.unwrap();
+    let len = s.read_u32().await.unwrap();
+    let mut body = vec![0; len as usize];
+    s.read_exact(&mut body).await.unwrap();
+    let mut body = bytes::Bytes::from(body.split_off(4));
+    let resp = FindCoordinatorResponse::decode(&mut body, 1).unwrap();
+    assert_eq!(resp.error_code, 0, "FindCoordinator: {resp:?}");
+    format!("{}:{}", resp.host.as_str(), resp.port)
+}

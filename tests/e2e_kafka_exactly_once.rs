@@ -1,0 +1,258 @@
+//! Exactly once through failures: a consume-transform-produce pipeline
+//! (confluent-kafka, librdkafka's transaction manager unmodified: a
+//! read_committed group member, a transactional producer,
+//! `send_offsets_to_transaction`) copies 100,000 records from one topic to
+//! another across three real `sluice serve` processes sharing one data dir,
+//! while the test kills with `kill -9` the node coordinating its
+//! transactional id, then the owner of an output partition, then the
+//! pipeline process itself inside a transaction whose records are stored
+//! (restarted each time; the new instance's init aborts that transaction,
+//! whose records must stay hidden). The output must hold
+//! every input record exactly once, in order per partition, and the group's
+//! committed input offsets must be the input's end.
+//!
+//! Skips when confluent-kafka is not installed in `.services/python`
+//! (`scripts/services.sh install`) — and fails when `CI` is set.
+
+mod support;
+
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+use support::kafka::{find_coordinator, python, python_module_installed, repo};
+use support::process::{free_port, Server};
+use tokio::io::{AsyncBufReadExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdout};
+
+const INPUT: &str = "ctp-in";
+const OUTPUT: &str = "ctp-out";
+const GROUP: &str = "ctp";
+const TXN_ID: &str = "ctp-pipeline";
+const RECORDS: u64 = 100_000;
+const BATCH: &str = "500";
+
+#[derive(Clone, Copy, Debug)]
+enum Kill {
+    Coordinator,
+    OutputOwner,
+    Pipeline,
+}
+
+/// The kills, each once the group's committed input positions pass a
+/// threshold.
+const KILLS: [(u64, Kill); 3] = [
+    (RECORDS / 5, Kill::Coordinator),
+    (RECORDS * 9 / 20, Kill::OutputOwner),
+    (RECORDS * 7 / 10, Kill::Pipeline),
+];
+
+fn script() -> PathBuf {
+    repo("tests/kafka/txn_pipeline.py")
+}
+
+fn start_pipeline(bootstrap: &str) -> (Child, Lines<BufReader<ChildStdout>>) {
+    let mut child = python()
+        .arg(script())
+        .args(["run", bootstrap, INPUT, OUTPUT, GROUP, TXN_ID, BATCH])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    (child, lines)
+}
+
+async fn owner_of(client: &reqwest::Client, url: &str, topic: &str, p: usize) -> String {
+    let d: Value = client
+        .get(format!("{url}/v1/topics/{topic}"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    d["partition_info"][p]["owner"].as_str().unwrap().to_string()
+}
+
+/// Run a one-shot mode of the script and parse its last line.
+async fn one_shot(args: &[&str]) -> Value {
+    let out = tokio::time::timeout(
+        Duration::from_secs(240),
+        python().arg(script()).args(args).stderr(Stdio::inherit()).output(),
+    )
+    .await
+    .expect("the script finished in time")
+    .unwrap();
+    assert!(out.status.success(), "txn_pipeline.py {args:?} failed");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(stdout.lines().last().expect("a line")).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consume_transform_produce_pipeline_is_exactly_once_through_kill_9s() {
+    if !python_module_installed("confluent_kafka") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut nodes: Vec<Server> = ["n1", "n2", "n3"]
+        .iter()
+        .map(|id| Server::start(id, dir.path(), free_port(), &["--flush-interval-sec", "1"]))
+        .collect();
+    let client = reqwest::Client::new();
+    for topic in [INPUT, OUTPUT] {
+        support::http::create_topic(&client, &nodes[0].url, topic, 3).await;
+        for n in &nodes {
+            assert!(support::http::wait_open(&client, &n.url, topic).await);
+        }
+    }
+    let bootstrap = nodes.iter().map(|n| n.kafka_addr.clone()).collect::<Vec<_>>().join(",");
+
+    let filled = one_shot(&["fill", &bootstrap, INPUT, &RECORDS.to_string()]).await;
+    assert_eq!(filled["unflushed"], 0, "{filled}");
+
+    let started = Instant::now();
+    let (mut child, mut lines) = start_pipeline(&bootstrap);
+    let mut next_kill = 0;
+    // (what, when) of the last kill whose resumption is not seen yet.
+    let mut pending: Option<(Kill, Instant)> = None;
+    // A node killed, restarted once the pipeline resumed without it.
+    let mut down: Option<Server> = None;
+    let mut resumed: Vec<(Kill, f64)> = Vec::new();
+    let (mut commits, mut aborts, mut fatals, mut retries) = (0u64, 0u64, 0u64, 0u64);
+    let mut done: Option<Value> = None;
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while done.is_none() {
+        let line = tokio::time::timeout_at(deadline.into(), lines.next_line())
+            .await
+            .expect("the pipeline finished in time")
+            .unwrap();
+        let Some(line) = line else {
+            let status = child.wait().await.unwrap();
+            panic!("the pipeline exited ({status}) before it was done");
+        };
+        let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad line {line:?}: {e}"));
+        match v["event"].as_str().unwrap() {
+            "committed" => {
+                commits += 1;
+                if commits % 40 == 0 {
+                    eprintln!("{line}");
+                }
+            }
+            "aborted" => {
+                aborts += 1;
+                eprintln!("{line}");
+            }
+            "fatal" => {
+                fatals += 1;
+                eprintln!("{line}");
+            }
+            "retry" => {
+                retries += 1;
+                eprintln!("{line}");
+            }
+            "done" => done = Some(v.clone()),
+            "sent" => {}
+            _ => eprintln!("{line}"),
+        }
+        let event = v["event"].as_str().unwrap();
+        if event != "committed" && event != "sent" {
+            continue;
+        }
+        if let Some((kill, at)) = pending.filter(|_| event == "committed") {
+            pending = None;
+            let s = at.elapsed().as_secs_f64();
+            eprintln!("resumed {s:.2} s after killing the {kill:?}");
+            resumed.push((kill, s));
+            if let Some(server) = down.take() {
+                let restarted = server.restart();
+                eprintln!("restarted {}", restarted.node_id);
+                nodes.push(restarted);
+            }
+        }
+        let progress = v["progress"].as_u64().unwrap();
+        let Some(&(threshold, kill)) = KILLS.get(next_kill) else {
+            continue;
+        };
+        // The pipeline is killed inside a transaction whose records are
+        // stored, the nodes as a commit is answered.
+        let wanted = if matches!(kill, Kill::Pipeline) {
+            "sent"
+        } else {
+            "committed"
+        };
+        if progress < threshold || event != wanted {
+            continue;
+        }
+        next_kill += 1;
+        let victim = match kill {
+            Kill::Coordinator => {
+                let addr = find_coordinator(&nodes[0].kafka_addr, TXN_ID, 1).await;
+                nodes.iter().position(|n| n.kafka_addr == addr)
+            }
+            Kill::OutputOwner => {
+                let owner = owner_of(&client, &nodes[0].url, OUTPUT, 0).await;
+                nodes.iter().position(|n| n.node_id == owner)
+            }
+            Kill::Pipeline => None,
+        };
+        match victim {
+            Some(i) => {
+                let mut server = nodes.remove(i);
+                server.kill9();
+                eprintln!("killed {} (the {kill:?}) at progress {progress}", server.node_id);
+                down = Some(server);
+            }
+            None => {
+                child.kill().await.unwrap();
+                eprintln!("killed the pipeline process at progress {progress}");
+                (child, lines) = start_pipeline(&bootstrap);
+            }
+        }
+        pending = Some((kill, Instant::now()));
+    }
+    assert!(child.wait().await.unwrap().success(), "the pipeline failed");
+    let took = started.elapsed().as_secs_f64();
+    assert_eq!(next_kill, KILLS.len(), "every kill happened");
+    assert_eq!(
+        resumed.len(),
+        KILLS.len(),
+        "the pipeline resumed after every kill: {resumed:?}"
+    );
+
+    let verified = one_shot(&["verify", &bootstrap, INPUT, OUTPUT, GROUP]).await;
+    let aborted_records = verified["stored_uncommitted"].as_u64().unwrap() - RECORDS;
+    eprintln!(
+        "exactly once: {RECORDS} records in {took:.1} s; {commits} commits, {aborts} transactions \
+         the client aborted, {fatals} fatal producer errors, {retries} retried calls; \
+         {aborted_records} records of aborted transactions stored and hidden; resumed after \
+         {resumed:?}; output {verified}"
+    );
+    let input_end: u64 = verified["input_end"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(input_end, RECORDS, "the input holds every filled record");
+    assert_eq!(fatals, 0, "the producer was fenced or failed fatally");
+    assert!(
+        aborted_records > 0,
+        "the killed pipeline's open transaction left records to abort: {verified}"
+    );
+    assert_eq!(verified["reached_end"], true, "{verified}");
+    assert_eq!(
+        verified["duplicates"], 0,
+        "an input record was written twice: {verified}"
+    );
+    assert_eq!(verified["missing"], 0, "an input record was never written: {verified}");
+    assert_eq!(verified["strangers"], 0, "{verified}");
+    assert_eq!(verified["wrong_partition"], 0, "{verified}");
+    assert_eq!(verified["out_of_order"], 0, "{verified}");
+    assert_eq!(verified["output"], RECORDS);
+    assert_eq!(
+        verified["committed"], verified["input_end"],
+        "the group's committed input offsets are the input's end"
+    );
+}
