@@ -50,6 +50,7 @@ async fn all_open(node: &Node, topic: &str) -> bool {
             limit: 1,
             max_bytes: 1,
             wait: Duration::ZERO,
+            committed: false,
         };
         while node.read(topic, p, tail()).await.is_err() {
             if Instant::now() > deadline {
@@ -97,6 +98,7 @@ async fn requests_to_a_non_owner_are_forwarded_to_the_owner() {
             limit: 10,
             max_bytes: 1 << 20,
             wait: Duration::from_secs(10),
+            committed: false,
         };
         other.read("t", 0, req).await.unwrap()
     });

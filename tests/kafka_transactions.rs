@@ -150,4 +150,49 @@ async fn confluent_kafka_transactions_commit_and_abort_records_over_three_partit
         timeout["commit_error"].is_object(),
         "the timed-out producer cannot commit: {timeout}"
     );
+
+    // HTTP reads of the same partitions, through every node (the owner's
+    // and forwarded): committed by default, as a read_committed consumer
+    // reads; read_uncommitted is every stored record, the markers too.
+    let fin = step("final");
+    let client = reqwest::Client::new();
+    let mut markers = 0;
+    for url in &c.urls {
+        for p in 0..3u64 {
+            let kafka_committed: Vec<String> =
+                serde_json::from_value(fin["read_committed"][p.to_string()].clone()).unwrap();
+            let kafka_all: Vec<String> =
+                serde_json::from_value(fin["read_uncommitted"][p.to_string()].clone()).unwrap();
+            let committed: Vec<String> = support::http::read_all(&client, url, "tx", p)
+                .await
+                .into_iter()
+                .map(|(_, v)| v)
+                .collect();
+            assert_eq!(committed, kafka_committed, "HTTP's committed read of tx/{p} at {url}");
+            let all: Vec<String> = support::http::read_all_with(&client, url, "tx", p, "&isolation=read_uncommitted")
+                .await
+                .into_iter()
+                .map(|(_, v)| v)
+                .collect();
+            let (data, control): (Vec<String>, Vec<String>) = all
+                .into_iter()
+                .partition(|v| v.starts_with(|c: char| c.is_ascii_alphanumeric()));
+            assert_eq!(data, kafka_all, "HTTP's uncommitted read of tx/{p} at {url}");
+            assert!(!control.is_empty(), "the markers of tx/{p} are stored records");
+            markers += control.len();
+        }
+    }
+    eprintln!(
+        "HTTP reads agree with Kafka's through {} nodes; {markers} marker records seen uncommitted",
+        c.urls.len()
+    );
+    let bad = client
+        .get(format!(
+            "{}/v1/topics/tx/partitions/0/records?isolation=dirty",
+            c.urls[0]
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), 400);
 }

@@ -28,6 +28,7 @@ fn read_all(from: Offset) -> ReadRequest {
         limit: 10_000,
         max_bytes: usize::MAX,
         wait: Duration::ZERO,
+        committed: false,
     }
 }
 
@@ -96,6 +97,7 @@ async fn a_long_poll_returns_when_a_record_arrives() {
             limit: 10,
             max_bytes: 1 << 20,
             wait: Duration::from_secs(10),
+            committed: false,
         };
         let started = tokio::time::Instant::now();
         let r = reader.read("t", 0, req).await.unwrap();

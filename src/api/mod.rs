@@ -249,6 +249,12 @@ pub struct ReadRequest {
     pub max_bytes: usize,
     /// Long poll: wait up to this long for records when none are available.
     pub wait: Duration,
+    /// Only what committed transactions wrote (Kafka's read_committed): no
+    /// further than the last stable offset, without the records of aborted
+    /// transactions or the control records (transaction markers), and
+    /// `End` is the last stable offset. `false`: every stored record up to
+    /// the high watermark, control records included.
+    pub committed: bool,
 }
 
 #[derive(Debug, Clone)]

@@ -126,6 +126,9 @@ async fn read(
         .unwrap_or(usize::MAX)
         .clamp(1, state.limits.max_read_bytes.max(1));
     let wait = Duration::from_millis(number(&params, "wait_ms")?).min(state.limits.max_wait);
+    // A committed read (`committed=1`): up to the last stable offset, what
+    // a read_committed reader does not see left out.
+    let committed = params.get("committed").is_some_and(|v| v == "1");
     let from = match from {
         ReadFrom::At(o) => o,
         start_or_end => {
@@ -136,6 +139,13 @@ async fn read(
                 })?;
             if start_or_end == ReadFrom::Start {
                 info.start_offset
+            } else if committed {
+                // The end of a committed reader is the last stable offset,
+                // as a committed read at the high watermark answers it.
+                let at_end = (state.engine.records)
+                    .read_batches(&topic, p, info.end_offset, 1, Duration::ZERO, true)
+                    .await?;
+                at_end.last_stable
             } else {
                 info.end_offset
             }
@@ -144,10 +154,15 @@ async fn read(
     let r = state
         .engine
         .records
-        .read_batches(&topic, p, from, max_bytes, wait, false)
+        .read_batches(&topic, p, from, max_bytes, wait, committed)
         .await?;
+    let scanned_end = r.batches.last().map_or(from, |b| crate::batch::end_offset(b));
+    let batches = match committed {
+        true => crate::meta::txn_index::committed_data(r.batches, &r.aborted),
+        false => r.batches,
+    };
     let body = Body::from_stream(futures::stream::iter(
-        r.batches.into_iter().map(Ok::<_, std::convert::Infallible>),
+        batches.into_iter().map(Ok::<_, std::convert::Infallible>),
     ));
     Ok((
         [
@@ -160,6 +175,10 @@ async fn read(
             (
                 wire::START_OFFSET.parse().expect("a header name"),
                 r.start_offset.get().to_string(),
+            ),
+            (
+                wire::SCANNED_END.parse().expect("a header name"),
+                scanned_end.get().to_string(),
             ),
         ],
         body,

@@ -47,6 +47,14 @@ fn encoding_param() -> Value {
 }
 
 /// `?headers=` of reads and subscriptions.
+fn isolation_param() -> Value {
+    json!({
+        "name": "isolation", "in": "query", "required": false,
+        "description": "`read_committed` (the default) reads up to the last stable offset and leaves out the records of aborted Kafka transactions and the transaction markers; `-1` as the offset is the last stable offset. `read_uncommitted` reads every stored record up to the high watermark, markers included.",
+        "schema": { "type": "string", "enum": ["read_committed", "read_uncommitted"], "default": "read_committed" }
+    })
+}
+
 fn headers_param() -> Value {
     json!({
         "name": "headers", "in": "query", "required": false,
@@ -237,7 +245,7 @@ fn topic_paths() -> Value {
                       "schema": { "type": "integer", "minimum": 1, "default": 1048576 } },
                     { "name": "wait_ms", "in": "query", "description": "Long poll: wait up to this long (capped by the server's --max-wait-ms) when no records are available.",
                       "schema": { "type": "integer", "minimum": 0, "default": 0 } },
-                    encoding_param(), headers_param()
+                    encoding_param(), headers_param(), isolation_param()
                 ],
                 "responses": {
                     "200": json_response("records (empty on long-poll timeout)", "ReadResponse"),
@@ -255,7 +263,7 @@ fn topic_paths() -> Value {
                 "description": "Each record is an event with `id: <offset>`, `event: record` and `data: <Record JSON>`. A `:` comment every 15 s keeps the connection open. The stream ends with `event: error`, `data: {\"code\": \"unavailable\", \"retryable\": true}` on shutdown or a move; reconnect with Last-Event-ID.",
                 "parameters": [
                     offset_param(),
-                    encoding_param(), headers_param(),
+                    encoding_param(), headers_param(), isolation_param(),
                     { "name": "Last-Event-ID", "in": "header", "required": false,
                       "description": "Resume after this offset (overrides `offset`).",
                       "schema": { "type": "integer", "minimum": 0 } }

@@ -365,6 +365,19 @@ pub(crate) fn read_from(params: &Params) -> HttpResult<ReadFrom> {
     }
 }
 
+/// `isolation`: `read_committed` (the default: nothing of open or aborted
+/// Kafka transactions, no transaction markers) or `read_uncommitted`
+/// (every stored record).
+pub(crate) fn committed(params: &Params) -> HttpResult<bool> {
+    match params.get("isolation").map(String::as_str) {
+        None | Some("read_committed") => Ok(true),
+        Some("read_uncommitted") => Ok(false),
+        Some(other) => Err(invalid(format!(
+            "isolation must be read_committed or read_uncommitted, got {other:?}"
+        ))),
+    }
+}
+
 fn read_request(state: &AppState, params: &Params) -> HttpResult<ReadRequest> {
     let from = read_from(params)?;
     let limit = parse_param::<i64>(params, "limit", ErrorCode::InvalidRequest)?.unwrap_or(DEFAULT_LIMIT as i64);
@@ -385,6 +398,7 @@ fn read_request(state: &AppState, params: &Params) -> HttpResult<ReadRequest> {
             .unwrap_or(usize::MAX)
             .min(state.limits.max_read_bytes),
         wait: Duration::from_millis(wait_ms).min(state.limits.max_wait),
+        committed: committed(params)?,
     })
 }
 

@@ -35,6 +35,8 @@ struct Subscription {
     topic: String,
     partition: u32,
     from: ReadFrom,
+    /// See [`ReadRequest::committed`].
+    committed: bool,
     enc: Encoding,
     form: HeaderForm,
     buffered: VecDeque<(Offset, Record)>,
@@ -60,6 +62,7 @@ impl Subscription {
             limit: BATCH,
             max_bytes: BATCH_BYTES.min(self.state.limits.max_read_bytes),
             wait,
+            committed: self.committed,
         }
     }
 
@@ -143,6 +146,7 @@ pub async fn subscribe(
     let form = header_form(&params)?;
     let p = checked_partition(&state, &topic, &partition).await?;
     let from = resume_point(&headers, &params)?;
+    let committed = super::records::committed(&params)?;
     let last_event_id = headers.get("last-event-id").and_then(|v| v.to_str().ok());
     let path = uri.path_and_query().map_or(uri.path(), |p| p.as_str());
     if let Some(relayed) = state
@@ -153,7 +157,9 @@ pub async fn subscribe(
     {
         return Ok(relay(state.engine.cluster.clone(), relayed?));
     }
-    Ok(local(state, topic, p, from, (enc, form)).await?.into_response())
+    Ok(local(state, topic, p, (from, committed), (enc, form))
+        .await?
+        .into_response())
 }
 
 /// The owner's event stream, passed on as it arrives; when live reads end
@@ -190,7 +196,7 @@ async fn local(
     state: Shared,
     topic: String,
     p: u32,
-    from: ReadFrom,
+    (from, committed): (ReadFrom, bool),
     (enc, form): (Encoding, HeaderForm),
 ) -> HttpResult<Sse<impl Stream<Item = Result<Event, Infallible>>>> {
     let mut sub = Subscription {
@@ -198,6 +204,7 @@ async fn local(
         topic,
         partition: p,
         from,
+        committed,
         enc,
         form,
         buffered: VecDeque::new(),

@@ -415,6 +415,7 @@ mod tests {
             limit: 10,
             max_bytes: 1 << 20,
             wait: Duration::ZERO,
+            committed: false,
         }
     }
 

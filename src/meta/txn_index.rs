@@ -172,9 +172,66 @@ impl TxnIndex {
     }
 }
 
+/// What a read_committed reader is given of `batches` (stored batches in
+/// offset order, read below the last stable offset, with `aborted` the
+/// aborted transactions of their range): every batch of data except those
+/// an aborted transaction wrote (its producer's transactional batches from
+/// its first offset up to its marker); control batches (the markers) are
+/// never data. A batch that does not parse is kept, for the decoder to
+/// report.
+pub fn committed_data(batches: Vec<bytes::Bytes>, aborted: &[Aborted]) -> Vec<bytes::Bytes> {
+    batches
+        .into_iter()
+        .filter(|b| match crate::batch::parse_batch("a committed read", b) {
+            Ok(i) if i.is_control => false,
+            Ok(i) if i.is_transactional => !aborted
+                .iter()
+                .any(|a| a.producer_id == i.producer_id && a.first <= i.base_offset && i.base_offset < a.marker),
+            _ => true,
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_committed_read_drops_markers_and_the_batches_of_aborted_transactions_only() {
+        use crate::batch::marker::{encode_marker, Marker};
+        use crate::batch::{encode_batch, set_base_offset, transactional, with_producer, Record};
+        let record = Record {
+            timestamp_ms: 0,
+            key: None,
+            value: Some(bytes::Bytes::from_static(b"v")),
+            headers: vec![],
+        };
+        let txn = |p: i64, base: u64| {
+            transactional(
+                &with_producer(&encode_batch(Offset(base), std::slice::from_ref(&record)), p, 0, 0),
+                false,
+            )
+        };
+        let mut abort = encode_marker(7, 0, Marker::Abort, 0, 0).to_vec();
+        set_base_offset(&mut abort, Offset(3));
+        let batches = vec![
+            txn(7, 0),                                              // 7's transaction, aborted at 3
+            txn(8, 1),                                              // 8's, committed later
+            encode_batch(Offset(2), std::slice::from_ref(&record)), // not transactional
+            bytes::Bytes::from(abort),                              // 7's abort marker
+            txn(7, 4),                                              // 7's next transaction
+        ];
+        let aborted = [Aborted {
+            producer_id: 7,
+            first: Offset(0),
+            marker: Offset(3),
+        }];
+        let kept: Vec<u64> = committed_data(batches, &aborted)
+            .iter()
+            .map(|b| crate::batch::base_offset(b).get())
+            .collect();
+        assert_eq!(kept, vec![1, 2, 4]);
+    }
 
     fn data(p: i64, o: u64) -> TxnBatch {
         TxnBatch::Data {

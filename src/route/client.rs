@@ -253,11 +253,12 @@ impl Forwarder {
             .replace("{topic}", topic)
             .replace("{partition}", &partition.to_string());
         let url = format!(
-            "{}?from={}&max_bytes={}&wait_ms={}",
+            "{}?from={}&max_bytes={}&wait_ms={}{}",
             self.url(&addr, &path),
             wire::from_param(req.from),
             req.max_bytes,
-            req.wait.as_millis()
+            req.wait.as_millis(),
+            if req.committed { "&committed=1" } else { "" }
         );
         let call = self
             .client
@@ -270,13 +271,25 @@ impl Forwarder {
         let from = Offset(header_u64(&addr, &resp, wire::FROM).map_err(lost)?);
         let high_watermark = Offset(header_u64(&addr, &resp, wire::HIGH_WATERMARK).map_err(lost)?);
         let start_offset = Offset(header_u64(&addr, &resp, wire::START_OFFSET).map_err(lost)?);
+        let scanned_end = match req.committed {
+            true => Some(Offset(header_u64(&addr, &resp, wire::SCANNED_END).map_err(lost)?)),
+            false => None,
+        };
         let body = resp
             .bytes()
             .await
             .map_err(|e| lost(ApiError::unavailable(format!("owner at {addr}: {e}"))))?;
         let batches = wire::split_batches(&body).map_err(Failure::Refused)?;
-        let records = wire::records_from(&batches, from, req.limit.max(1), req.max_bytes).map_err(Failure::Refused)?;
-        let next_offset = records.last().map_or(from, |(o, _)| o.next());
+        let (records, next_offset) = if let Some(scanned_end) = scanned_end {
+            // The owner left out what a committed reader does not see.
+            wire::committed_records(&batches, from, scanned_end, req.limit.max(1), req.max_bytes)
+                .map_err(Failure::Refused)?
+        } else {
+            let records =
+                wire::records_from(&batches, from, req.limit.max(1), req.max_bytes).map_err(Failure::Refused)?;
+            let next = records.last().map_or(from, |(o, _)| o.next());
+            (records, next)
+        };
         Ok(ReadResult {
             records,
             next_offset,

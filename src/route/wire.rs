@@ -47,6 +47,9 @@ pub const FROM: &str = "sluice-from";
 pub const HIGH_WATERMARK: &str = "sluice-high-watermark";
 /// The stream's start offset when it read (answer header).
 pub const START_OFFSET: &str = "sluice-start-offset";
+/// A committed read: the end of the last batch the owner scanned, markers
+/// and aborted transactions it left out included (answer header).
+pub const SCANNED_END: &str = "sluice-scanned-end";
 
 /// `from=` of a read.
 pub fn from_param(from: ReadFrom) -> String {
@@ -80,24 +83,55 @@ pub fn records_from(
     limit: usize,
     max_bytes: usize,
 ) -> ApiResult<Vec<(Offset, Record)>> {
+    Ok(records_within(batches, from, limit, max_bytes)?.0)
+}
+
+/// [`records_from`], and whether it took every record of `batches` from
+/// `from` on (nothing was left out for `limit` or `max_bytes`).
+pub fn records_within(
+    batches: &[bytes::Bytes],
+    from: Offset,
+    limit: usize,
+    max_bytes: usize,
+) -> ApiResult<(Vec<(Offset, Record)>, bool)> {
     let mut out = Vec::new();
     let mut used = 0usize;
     for b in batches {
-        let decoded = crate::batch::decode_records("a forwarded read", b)
-            .map_err(|e| ApiError::new(ErrorCode::Internal, format!("owner sent a bad batch: {e}")))?;
+        let decoded = crate::batch::decode_records("a read", b)
+            .map_err(|e| ApiError::new(ErrorCode::Internal, format!("a stored batch does not decode: {e}")))?;
         for (offset, record) in decoded {
             if offset < from {
                 continue;
             }
             let size = crate::stream::partition::record_size(&record);
             if out.len() >= limit || (!out.is_empty() && used + size > max_bytes) {
-                return Ok(out);
+                return Ok((out, false));
             }
             used += size;
             out.push((offset, record));
         }
     }
-    Ok(out)
+    Ok((out, true))
+}
+
+/// A committed read of `batches` (read from `from`, the last of them ending
+/// at `scanned_end`; see [`committed_data`](crate::meta::txn_index::committed_data)
+/// for which are `data`): its records, and where the next read starts —
+/// past the last record when some were left out, else past every batch
+/// scanned, so a reader moves on over markers and aborted transactions.
+pub fn committed_records(
+    data: &[bytes::Bytes],
+    from: Offset,
+    scanned_end: Offset,
+    limit: usize,
+    max_bytes: usize,
+) -> ApiResult<(Vec<(Offset, Record)>, Offset)> {
+    let (records, all) = records_within(data, from, limit, max_bytes)?;
+    let next = match records.last() {
+        Some((o, _)) if !all => o.next(),
+        _ => scanned_end.max(from),
+    };
+    Ok((records, next))
 }
 
 /// The Durable Streams write of a [`DS_WRITE`] header.

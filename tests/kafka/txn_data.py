@@ -8,6 +8,8 @@ transaction manager, unmodified). Prints one JSON line per step:
   first, whose later produce and commit are refused.
 - timeout: a transaction left open past transaction.timeout.ms is aborted
   by the coordinator, and the partition's last stable offset moves on.
+- final: every partition's values as read_committed and read_uncommitted
+  consumers read them at the end.
 
 usage: txn_data.py BOOTSTRAP TOPIC ROUNDS PER_ROUND
 """
@@ -194,6 +196,16 @@ def run():
         plain_visible_after_s=visible_after,
         open_visible="t-open" in seen,
         commit_error=commit_error,
+    )
+
+    # Everything, as Kafka consumers read it at the end: for the test to
+    # compare with HTTP reads.
+    rc, _ = read_all(bootstrap, topic, "read_committed")
+    ru, _ = read_all(bootstrap, topic, "read_uncommitted")
+    emit(
+        step="final",
+        read_committed={p: [v for _, v in rc[p]] for p in range(PARTITIONS)},
+        read_uncommitted={p: [v for _, v in ru[p]] for p in range(PARTITIONS)},
     )
 
 

@@ -600,6 +600,7 @@ async fn reader(sim: Arc<Sim>, i: usize, mut rng: SmallRng) {
             limit: rng.random_range(1..=50),
             max_bytes: 16 << 10,
             wait,
+            committed: false,
         };
         match timeout(wait + Duration::from_secs(5), node.read(TOPIC, p, req)).await {
             Ok(Ok(r)) => {
@@ -826,6 +827,7 @@ async fn final_read(sim: &Sim, p: u32) -> Result<Vec<Bytes>, String> {
                 limit: 1_000,
                 max_bytes: usize::MAX,
                 wait: Duration::ZERO,
+                committed: false,
             };
             let r = match timeout(Duration::from_secs(5), node.read(TOPIC, p, req)).await {
                 Ok(Ok(r)) => r,

@@ -72,13 +72,25 @@ pub async fn wait_open(client: &reqwest::Client, url: &str, topic: &str) -> bool
 
 /// Every record of one partition, from offset 0 to the end: (offset, value).
 pub async fn read_all(client: &reqwest::Client, url: &str, topic: &str, p: u64) -> Vec<(u64, String)> {
+    read_all_with(client, url, topic, p, "").await
+}
+
+/// [`read_all`] with more query parameters (`&name=value...`); a value
+/// that is not a JSON string reads as `<not text>`.
+pub async fn read_all_with(
+    client: &reqwest::Client,
+    url: &str,
+    topic: &str,
+    p: u64,
+    query: &str,
+) -> Vec<(u64, String)> {
     let mut out = Vec::new();
     let mut offset = 0;
     let mut refusals = 0;
     loop {
         let r: Value = client
             .get(format!(
-                "{url}/v1/topics/{topic}/partitions/{p}/records?offset={offset}&limit=1000"
+                "{url}/v1/topics/{topic}/partitions/{p}/records?offset={offset}&limit=1000{query}"
             ))
             .send()
             .await
@@ -94,16 +106,19 @@ pub async fn read_all(client: &reqwest::Client, url: &str, topic: &str, p: u64) 
             continue;
         }
         let records = r["records"].as_array().unwrap_or_else(|| panic!("read failed: {r}"));
-        if records.is_empty() {
+        let next = r["next_offset"].as_u64().unwrap();
+        // A committed read may move on past markers and aborted records
+        // with none to show.
+        if records.is_empty() && next <= offset {
             return out;
         }
         for rec in records {
             out.push((
                 rec["offset"].as_u64().unwrap(),
-                rec["value"].as_str().unwrap().to_string(),
+                rec["value"].as_str().unwrap_or("<not text>").to_string(),
             ));
         }
-        offset = r["next_offset"].as_u64().unwrap();
+        offset = next;
     }
 }
 

@@ -67,6 +67,7 @@ pub fn read_from(offset: u64) -> ReadRequest {
         limit: 10_000,
         max_bytes: usize::MAX,
         wait: Duration::ZERO,
+        committed: false,
     }
 }
 

@@ -275,6 +275,7 @@ pub(crate) async fn read(
             } else {
                 Duration::ZERO
             },
+            committed: true,
         };
         let r = match st.engine.records.read(&seg.topic, 0, req).await {
             Ok(r) => r,

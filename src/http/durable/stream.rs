@@ -108,6 +108,7 @@ pub async fn topic_tail(st: &DsState, topic: &str) -> Result<Offset, DsError> {
         limit: 1,
         max_bytes: 1,
         wait: Duration::ZERO,
+        committed: true,
     };
     Ok(st.engine.records.read(topic, 0, req).await?.next_offset)
 }

@@ -123,6 +123,7 @@ async fn read_from(engine: &Services, topic: &str, from: u64) -> ApiResult<ReadR
         limit: 100,
         max_bytes: 1 << 20,
         wait: Duration::ZERO,
+        committed: false,
     };
     engine.records.read(topic, 0, req).await
 }

@@ -9,6 +9,7 @@ use crate::batch::Record;
 use crate::ids::{Offset, StreamEpoch, StreamId};
 use crate::meta::writers::{DsAppend, DsWrite};
 use crate::meta::StreamState;
+use crate::route::wire;
 use async_trait::async_trait;
 
 /// See [`Node::read_position`].
@@ -133,6 +134,49 @@ impl Node {
 }
 
 impl Node {
+    /// A committed read (see [`ReadRequest::committed`]) of what is below
+    /// the last stable offset, as records; `true` when `from` is at it.
+    async fn read_committed_once(
+        &self,
+        stream: StreamId,
+        from: ReadFrom,
+        req: &ReadRequest,
+    ) -> ApiResult<(ReadResult, bool)> {
+        let mut at = match from {
+            ReadFrom::At(o) => o,
+            ReadFrom::Start => self.read_position(stream)?.start,
+            ReadFrom::End => self.read_position(stream)?.last_stable,
+        };
+        // A range of markers and aborted batches only: read on past it (a
+        // few times) rather than answer nothing.
+        for _ in 0..8 {
+            let read = self.read_batches_once(stream, at, req.max_bytes, true).await?;
+            let scanned_end = read.batches.last().map_or(at, |b| crate::batch::end_offset(b));
+            let scanned_none = read.batches.is_empty();
+            let data = crate::meta::txn_index::committed_data(read.batches, &read.aborted);
+            let (records, next) = wire::committed_records(&data, at, scanned_end, req.limit, req.max_bytes)?;
+            let at_end = records.is_empty() && next >= read.last_stable;
+            if !records.is_empty() || scanned_none || at_end {
+                let result = ReadResult {
+                    records,
+                    next_offset: next,
+                    high_watermark: read.high_watermark,
+                    start_offset: read.start_offset,
+                };
+                return Ok((result, at_end));
+            }
+            at = next;
+        }
+        let p = self.read_position(stream)?;
+        let result = ReadResult {
+            records: Vec::new(),
+            next_offset: at,
+            high_watermark: p.hw,
+            start_offset: p.start,
+        };
+        Ok((result, false))
+    }
+
     async fn read_batches_once(
         &self,
         stream: StreamId,
@@ -315,7 +359,11 @@ impl Records for Node {
                 return r;
             }
         }
-        let (first, at_end) = self.read_once(stream, req.from, &req).await?;
+        let (first, at_end) = if req.committed {
+            self.read_committed_once(stream, req.from, &req).await?
+        } else {
+            self.read_once(stream, req.from, &req).await?
+        };
         if !at_end || req.wait.is_zero() {
             return Ok(first);
         }
@@ -328,10 +376,23 @@ impl Records for Node {
         };
         let mut hw = s.watch_high_watermark();
         let target = first.next_offset;
-        tokio::select! {
-            _ = hw.wait_for(|h| *h > target) => {}
-            _ = tokio::time::sleep_until(deadline) => return Ok(first),
-            _ = self.live_reads_ended() => return Err(ApiError::unavailable("node is shutting down")),
+        // The last stable offset moves only as the high watermark does.
+        let visible = |s: &crate::stream::partition::OpenStream| {
+            if req.committed {
+                s.last_stable()
+            } else {
+                s.high_watermark()
+            }
+        };
+        while visible(&s) <= target {
+            tokio::select! {
+                changed = hw.changed() => if changed.is_err() { return Ok(first) },
+                _ = tokio::time::sleep_until(deadline) => return Ok(first),
+                _ = self.live_reads_ended() => return Err(ApiError::unavailable("node is shutting down")),
+            }
+        }
+        if req.committed {
+            return Ok(self.read_committed_once(stream, from, &req).await?.0);
         }
         Ok(self.read_once(stream, from, &req).await?.0)
     }
