@@ -76,6 +76,8 @@ struct Cached {
     /// What the client last saw: -1 until answered, and after an error so
     /// the partition is sent again once it clears.
     high_watermark: i64,
+    /// A read_committed reader's end moves when a transaction ends.
+    last_stable_offset: i64,
     log_start_offset: i64,
 }
 
@@ -200,6 +202,7 @@ impl Sessions {
                     Cached {
                         part: p,
                         high_watermark: -1,
+                        last_stable_offset: -1,
                         log_start_offset: -1,
                     },
                 ),
@@ -273,6 +276,10 @@ impl Sessions {
                         respond = true;
                         c.high_watermark = a.high_watermark;
                     }
+                    if c.last_stable_offset != a.last_stable_offset {
+                        respond = true;
+                        c.last_stable_offset = a.last_stable_offset;
+                    }
                     if c.log_start_offset != a.log_start_offset {
                         respond = true;
                         c.log_start_offset = a.log_start_offset;
@@ -330,6 +337,7 @@ impl Sessions {
                 Cached {
                     part: p.clone(),
                     high_watermark: if errored { -1 } else { a.high_watermark },
+                    last_stable_offset: a.last_stable_offset,
                     log_start_offset: a.log_start_offset,
                 },
             );
@@ -457,6 +465,21 @@ mod tests {
         assert_eq!(fetch, vec![a.clone(), b2.clone()], "b updated in place at the end");
         // a's high watermark moved: a is answered.
         let mut answers = vec![answer(&a, 6, false), answer(&b2, 5, false)];
+        s.respond(&ctx, &mut answers, now);
+        assert_eq!(
+            answers.iter().map(|(p, _)| p.fetch.partition).collect::<Vec<_>>(),
+            vec![0]
+        );
+        // Only a's last stable offset moved (a transaction ended): a is
+        // answered, so a read_committed reader reads on.
+        let (ctx, _) = s.begin(12, id, 3, Vec::new(), &[], now);
+        let mut moved = answer(&a, 6, false);
+        moved.1.last_stable_offset = 4;
+        let mut answers = vec![answer(&a, 6, false), answer(&b2, 5, false)];
+        s.respond(&ctx, &mut answers, now);
+        assert!(answers.is_empty(), "nothing changed");
+        let (ctx, _) = s.begin(12, id, 4, Vec::new(), &[], now);
+        let mut answers = vec![moved, answer(&b2, 5, false)];
         s.respond(&ctx, &mut answers, now);
         assert_eq!(
             answers.iter().map(|(p, _)| p.fetch.partition).collect::<Vec<_>>(),
