@@ -10,7 +10,11 @@ Two runs, each with its own producer (one connection per broker):
 - steady: --rate records/s for --duration seconds.
 Both report the ack latency of every record: from produce() to its delivery
 report (the broker's acks=all answer, seen when poll() runs the callback),
-as p50/p90/p99/p99.9/max. --mode picks one run. --linger-ms (default 5) is
+as p50/p90/p99/p99.9/max. --mode picks one run; --mode txn is a third:
+- txn: a transactional producer (transactional.id, so idempotent too) runs
+  transactions of --txn-records records back to back for --duration
+  seconds (begin, produce, commit_transaction): throughput of committed
+  records, and the latency of each commit_transaction call. --linger-ms (default 5) is
 librdkafka's batching delay, printed with the results.
 
 With --http the topic is created over HTTP first (409 when it exists is
@@ -52,7 +56,8 @@ def args():
         help="librdkafka's local queue (queue.buffering.max.messages; its default): "
         "in the unlimited run, records wait here while the broker is behind",
     )
-    p.add_argument("--mode", choices=["both", "unlimited", "steady"], default="both")
+    p.add_argument("--mode", choices=["both", "unlimited", "steady", "txn"], default="both")
+    p.add_argument("--txn-records", type=int, default=500, help="records per transaction (--mode txn)")
     p.add_argument("--server-pid", type=int, help="report this process's CPU use during each run")
     p.add_argument("--json", action="store_true", help="one JSON object on stdout instead of text")
     return p.parse_args()
@@ -95,19 +100,23 @@ def own_cpu_seconds():
 class Run:
     """One producer, its delivery reports and their latencies."""
 
-    def __init__(self, o):
+    def __init__(self, o, transactional=False):
         self.o = o
-        self.producer = Producer(
-            {
-                "bootstrap.servers": o.bootstrap,
-                "acks": "all",
-                "linger.ms": o.linger_ms,
-                "compression.type": "none",
-                "enable.idempotence": False,
-                "queue.buffering.max.messages": o.queue_messages,
-                "message.timeout.ms": 60_000,
-            }
-        )
+        config = {
+            "bootstrap.servers": o.bootstrap,
+            "acks": "all",
+            "linger.ms": o.linger_ms,
+            "compression.type": "none",
+            "enable.idempotence": False,
+            "queue.buffering.max.messages": o.queue_messages,
+            "message.timeout.ms": 60_000,
+        }
+        if transactional:
+            config["transactional.id"] = f"bench-{os.getpid()}"
+            del config["enable.idempotence"]
+        self.producer = Producer(config)
+        if transactional:
+            self.producer.init_transactions(30)
         self.value = os.urandom(o.record_bytes)
         self.latencies = []
         self.errors = {}
@@ -140,6 +149,49 @@ class Run:
             sys.exit("warm-up: records not delivered in 30 s")
         self.latencies.clear()
         self.errors.clear()
+
+    def measure_txn(self):
+        """Transactions back to back; latency_ms is per commit_transaction."""
+        o = self.o
+        self.producer.begin_transaction()
+        self.warm_up()
+        self.producer.commit_transaction(30)
+        self.latencies.clear()
+        commits = []
+        server0, own0 = cpu_seconds(o.server_pid), own_cpu_seconds()
+        start = time.perf_counter()
+        end = start + o.duration
+        committed = 0
+        while time.perf_counter() < end:
+            self.producer.begin_transaction()
+            for _ in range(o.txn_records):
+                self.send()
+            self.producer.poll(0)
+            t = time.perf_counter()
+            self.producer.commit_transaction(60)
+            commits.append(time.perf_counter() - t)
+            committed += o.txn_records
+        elapsed = time.perf_counter() - start
+        server1, own1 = cpu_seconds(o.server_pid), own_cpu_seconds()
+        r = {
+            "mode": "txn",
+            "txn_records": o.txn_records,
+            "transactions": len(commits),
+            "sent": committed,
+            "acked": committed,
+            "errors": dict(self.errors),
+            "undelivered": 0,
+            "send_seconds": round(elapsed, 3),
+            "elapsed_seconds": round(elapsed, 3),
+            "records_per_sec": round(committed / elapsed, 1),
+            "mib_per_sec": round(committed * o.record_bytes / elapsed / 2**20, 2),
+            "latency_ms": percentiles(commits),
+            "record_latency_ms": percentiles(self.latencies),
+            "client_cpu_percent": round(100 * (own1 - own0) / elapsed, 1),
+        }
+        if server0 is not None:
+            r["server_cpu_percent"] = round(100 * (server1 - server0) / elapsed, 1)
+        return r
 
     def measure(self, mode):
         o = self.o
@@ -206,7 +258,9 @@ def percentiles(samples):
 
 def line(r):
     lat = " ".join(f"{k} {v:.2f}" for k, v in r["latency_ms"].items())
-    head = r["mode"] if r["mode"] == "unlimited" else f"steady {r['target_rate']:.0f}/s"
+    head = {"unlimited": "unlimited", "txn": f"txn of {r.get('txn_records')} records"}.get(
+        r["mode"], f"steady {r.get('target_rate', 0):.0f}/s"
+    )
     cpu = f"client CPU {r['client_cpu_percent']}%"
     if "server_cpu_percent" in r:
         cpu += f", server CPU {r['server_cpu_percent']}%"
@@ -214,7 +268,7 @@ def line(r):
     return (
         f"{head}: {r['acked']} records acked in {r['elapsed_seconds']:.1f}s = {r['records_per_sec']:.0f} records/s "
         f"({r['mib_per_sec']:.2f} MiB/s), {errors}, {r['undelivered']} undelivered; "
-        f"ack latency ms {lat}; {cpu}"
+        f"{'commit_transaction' if r['mode'] == 'txn' else 'ack'} latency ms {lat}; {cpu}"
     )
 
 
@@ -223,7 +277,7 @@ def main():
     if o.http:
         create_topic(o.http.rstrip("/"), o.topic, o.partitions)
     modes = ["unlimited", "steady"] if o.mode == "both" else [o.mode]
-    results = [Run(o).measure(m) for m in modes]
+    results = [Run(o, True).measure_txn() if m == "txn" else Run(o).measure(m) for m in modes]
 
     settings = {
         "bootstrap": o.bootstrap,
