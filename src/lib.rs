@@ -14,8 +14,10 @@
 //! - [`meta`]: the metadata log, the view and its pure `apply`, the proposer,
 //!   and the idempotence state of Kafka producers and Durable Streams writers
 //!   (`meta::producers`, `meta::writers`: the view holds it, each owner keeps
-//!   a copy and checks appends against it), and Kafka transactions'
-//!   coordinator records (`meta::txn`).
+//!   a copy and checks appends against it), Kafka transactions'
+//!   coordinator records (`meta::txn`), and each partition's open and
+//!   aborted transactions, its last stable offset and what a committed read
+//!   leaves out (`meta::txn_index`).
 //! - [`wal`]: segments, the group-commit writer, takeover and replay.
 //! - [`stream`]: per-stream sequencers and buffers, data objects, reads.
 //! - [`api`]: what the front doors ask of a node, as capability traits
@@ -38,7 +40,9 @@
 //! - [`kafka`]: the Kafka front door: the listener and dispatch in
 //!   `kafka/mod.rs`, one module per request family (`produce`, `fetch`,
 //!   `metadata`, `list_offsets`, `producer_ids`, `leader_epoch`, groups,
-//!   admin, `delete_records`, `offset_delete`, `describe_producers`), bounded framing and request budgets in `kafka::framing`, and
+//!   admin, `delete_records`, `offset_delete`, `describe_producers`, the
+//!   transaction coordinator `txn_coordinator` and its wire `txn_proto`),
+//!   bounded framing and request budgets in `kafka::framing`, and
 //!   per-principal authorization wrapping each capability in `kafka::authz`.
 //! - [`net`]: what both listeners share: TLS, the connection caps (total, per
 //!   client address, and the probe lane past them), read and body timeouts.
