@@ -180,7 +180,9 @@ class Run:
             "sent": committed,
             "acked": committed,
             "errors": dict(self.errors),
-            "undelivered": 0,
+            # A commit returns once every record of its transaction is
+            # delivered; what is still queued here was never sent.
+            "undelivered": len(self.producer),
             "send_seconds": round(elapsed, 3),
             "elapsed_seconds": round(elapsed, 3),
             "records_per_sec": round(committed / elapsed, 1),

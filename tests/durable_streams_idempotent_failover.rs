@@ -32,20 +32,6 @@ fn topic(path: &str) -> String {
     format!("ds.{path}")
 }
 
-/// The node that owns the stream's one partition, as `url` sees it.
-async fn owner(c: &Client, url: &str, path: &str) -> Option<String> {
-    let d: Value = c
-        .get(format!("{url}/v1/topics/{}", topic(path)))
-        .send()
-        .await
-        .ok()?
-        .json()
-        .await
-        .ok()?;
-    let p = &d["partition_info"][0];
-    (p["state"] == "open").then(|| p["owner"].as_str().map(str::to_string))?
-}
-
 async fn create(c: &Client, url: &str, path: &str) {
     let r = c
         .put(format!("{url}/v1/stream/{path}"))
@@ -60,7 +46,10 @@ async fn create(c: &Client, url: &str, path: &str) {
 async fn wait_owner(c: &Client, url: &str, path: &str, not: Option<&str>) -> String {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        if let Some(o) = owner(c, url, path).await.filter(|o| Some(o.as_str()) != not) {
+        if let Some(o) = support::http::owner_of(c, url, &topic(path), 0)
+            .await
+            .filter(|o| Some(o.as_str()) != not)
+        {
             return o;
         }
         assert!(Instant::now() < deadline, "{path} was not (re)placed in time");

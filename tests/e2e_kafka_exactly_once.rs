@@ -64,18 +64,6 @@ fn start_pipeline(bootstrap: &str) -> (Child, Lines<BufReader<ChildStdout>>) {
     (child, lines)
 }
 
-async fn owner_of(client: &reqwest::Client, url: &str, topic: &str, p: usize) -> String {
-    let d: Value = client
-        .get(format!("{url}/v1/topics/{topic}"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    d["partition_info"][p]["owner"].as_str().unwrap().to_string()
-}
-
 /// Run a one-shot mode of the script and parse its last line.
 async fn one_shot(args: &[&str]) -> Value {
     let out = tokio::time::timeout(
@@ -192,7 +180,9 @@ async fn a_consume_transform_produce_pipeline_is_exactly_once_through_kill_9s() 
                 nodes.iter().position(|n| n.kafka_addr == addr)
             }
             Kill::OutputOwner => {
-                let owner = owner_of(&client, &nodes[0].url, OUTPUT, 0).await;
+                let owner = support::http::owner_of(&client, &nodes[0].url, OUTPUT, 0)
+                    .await
+                    .expect("the output partition has an owner");
                 nodes.iter().position(|n| n.node_id == owner)
             }
             Kill::Pipeline => None,

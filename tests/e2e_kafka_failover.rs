@@ -42,19 +42,6 @@ fn have_confluent_kafka() -> bool {
     ok
 }
 
-async fn owner_of(client: &reqwest::Client, url: &str, p: u64) -> Option<String> {
-    let d: Value = client
-        .get(format!("{url}/v1/topics/{TOPIC}"))
-        .send()
-        .await
-        .ok()?
-        .json()
-        .await
-        .ok()?;
-    let part = &d["partition_info"][p as usize];
-    (part["state"] == "open").then(|| part["owner"].as_str().map(str::to_string))?
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idempotent_producer_writes_through_a_kill_9_exactly_once() {
     if !have_confluent_kafka() {
@@ -100,7 +87,9 @@ async fn an_idempotent_producer_writes_through_a_kill_9_exactly_once() {
         let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad line {line:?}: {e}"));
         if let Some(n) = v["progress"].as_u64() {
             if killed.is_none() && n >= MESSAGES / 3 {
-                let owner = owner_of(&client, &nodes[0].url, 0).await.expect("partition 0 is open");
+                let owner = support::http::owner_of(&client, &nodes[0].url, TOPIC, 0)
+                    .await
+                    .expect("partition 0 is open");
                 let victim = nodes.iter_mut().find(|s| s.node_id == owner).unwrap();
                 victim.kill9();
                 eprintln!("killed {owner} (owner of partition 0) after {n} deliveries");

@@ -9,42 +9,20 @@
 
 mod support;
 
-use serde_json::Value;
-use support::kafka::{python, python_module_installed, repo, Cluster};
+use std::time::Duration;
+use support::kafka::{python, python_module_installed, repo, run_steps, step, Cluster};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn confluent_kafka_commits_and_aborts_transactional_offsets_and_is_fenced() {
     if !python_module_installed("confluent_kafka") {
         return;
     }
-    let c = Cluster::start().await;
-    let engine = c.nodes[0].services();
-    engine.topics.create_topic("t", 2, Default::default()).await.unwrap();
-    support::eventually(std::time::Duration::from_secs(10), || {
-        c.nodes.iter().all(|n| n.services().topics.partitions("t").is_ok())
-    })
-    .await;
-    let out = tokio::time::timeout(
-        std::time::Duration::from_secs(120),
-        python()
-            .arg(repo("tests/kafka/txn_offsets.py"))
-            .args([c.bootstrap(), "t", "g"])
-            .stderr(std::process::Stdio::inherit())
-            .output(),
-    )
-    .await
-    .expect("the client finished within 120 s")
-    .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    eprintln!("{stdout}");
-    assert!(out.status.success(), "txn_offsets.py failed: {}", out.status);
-    let steps: Vec<Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    let step = |name: &str| {
-        steps
-            .iter()
-            .find(|s| s["step"] == name)
-            .unwrap_or_else(|| panic!("no step {name}"))
-    };
+    let c = Cluster::start_with_topic(2, "t", 2).await;
+    let mut cmd = python();
+    cmd.arg(repo("tests/kafka/txn_offsets.py"))
+        .args([c.bootstrap(), "t", "g"]);
+    let steps = run_steps("txn_offsets.py", cmd, Duration::from_secs(120)).await;
+    let step = |name: &str| step(&steps, name);
     // -1001: librdkafka's "no committed offset".
     assert_eq!(
         step("sent")["before_commit"]["0"],
@@ -72,44 +50,13 @@ async fn confluent_kafka_transactions_commit_and_abort_records_over_three_partit
     if !python_module_installed("confluent_kafka") {
         return;
     }
-    let c = Cluster::start_n(3).await;
-    let engine = c.nodes[0].services();
-    engine.topics.create_topic("tx", 3, Default::default()).await.unwrap();
-    support::eventually(std::time::Duration::from_secs(10), || {
-        c.nodes.iter().all(|n| n.services().topics.partitions("tx").is_ok())
-    })
-    .await;
-    let owners: std::collections::BTreeSet<String> = engine
-        .topics
-        .describe_topic("tx")
-        .unwrap()
-        .partition_info
-        .iter()
-        .filter_map(|p| p.owner.clone())
-        .collect();
-    eprintln!("partition owners: {owners:?}");
+    let c = Cluster::start_with_topic(3, "tx", 3).await;
     let (rounds, per) = (20, 30);
-    let out = tokio::time::timeout(
-        std::time::Duration::from_secs(300),
-        python()
-            .arg(repo("tests/kafka/txn_data.py"))
-            .args([c.bootstrap(), "tx", &rounds.to_string(), &per.to_string()])
-            .stderr(std::process::Stdio::inherit())
-            .output(),
-    )
-    .await
-    .expect("the client finished within 300 s")
-    .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    eprintln!("{stdout}");
-    assert!(out.status.success(), "txn_data.py failed: {}", out.status);
-    let steps: Vec<Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    let step = |name: &str| {
-        steps
-            .iter()
-            .find(|s| s["step"] == name)
-            .unwrap_or_else(|| panic!("no step {name}"))
-    };
+    let mut cmd = python();
+    cmd.arg(repo("tests/kafka/txn_data.py"))
+        .args([c.bootstrap(), "tx", &rounds.to_string(), &per.to_string()]);
+    let steps = run_steps("txn_data.py", cmd, Duration::from_secs(300)).await;
+    let step = |name: &str| step(&steps, name);
     let half = rounds / 2 * per;
     assert_eq!(step("rounds")["committed"], half);
     let read = step("read");

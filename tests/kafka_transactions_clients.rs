@@ -11,66 +11,16 @@ mod support;
 
 use serde_json::Value;
 use std::time::Duration;
-use support::kafka::{installed, python, python_module_installed, repo, Cluster};
+use support::kafka::{installed, python, python_module_installed, repo, run_steps, step, Cluster};
 
 const ROUNDS: usize = 20;
 const PER_ROUND: usize = 30;
 
-/// A cluster of three nodes with topic `topic` of three partitions, known
-/// to every node.
-async fn three_nodes(topic: &str) -> Cluster {
-    let c = Cluster::start_n(3).await;
-    let engine = c.nodes[0].services();
-    engine.topics.create_topic(topic, 3, Default::default()).await.unwrap();
-    support::eventually(Duration::from_secs(10), || {
-        c.nodes.iter().all(|n| n.services().topics.partitions(topic).is_ok())
-    })
-    .await;
-    let owners: std::collections::BTreeSet<String> = engine
-        .topics
-        .describe_topic(topic)
-        .unwrap()
-        .partition_info
-        .iter()
-        .filter_map(|p| p.owner.clone())
-        .collect();
-    eprintln!("partition owners: {owners:?}");
-    c
-}
-
-/// Runs `cmd` (a client script, given the bootstrap, topic, rounds and
-/// records per round) to completion; its JSON lines, one per step.
+/// Run a client script (given the bootstrap, topic, rounds and records
+/// per round) against `c`; its steps.
 async fn run_client(what: &str, mut cmd: tokio::process::Command, c: &Cluster, topic: &str) -> Vec<Value> {
-    let out = tokio::time::timeout(
-        Duration::from_secs(300),
-        cmd.args([c.bootstrap(), topic, &ROUNDS.to_string(), &PER_ROUND.to_string()])
-            .kill_on_drop(true)
-            // tokio's `output` pipes stderr whatever was set: shown below.
-            .output(),
-    )
-    .await
-    .unwrap_or_else(|_| panic!("{what} did not finish within 300 s"))
-    .unwrap();
-    for line in String::from_utf8_lossy(&out.stderr).lines() {
-        eprintln!("{what} (stderr): {line}");
-    }
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    for line in stdout.lines() {
-        eprintln!("{what}: {line}");
-    }
-    assert!(out.status.success(), "{what} failed: {}", out.status);
-    stdout
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect()
-}
-
-fn step<'a>(steps: &'a [Value], name: &str) -> &'a Value {
-    steps
-        .iter()
-        .find(|s| s["step"] == name)
-        .unwrap_or_else(|| panic!("no step {name}"))
+    cmd.args([c.bootstrap(), topic, &ROUNDS.to_string(), &PER_ROUND.to_string()]);
+    run_steps(what, cmd, Duration::from_secs(300)).await
 }
 
 /// What both clients must have seen: exactly the committed records
@@ -131,7 +81,7 @@ async fn kafkajs_transactions_commit_and_abort_records_over_three_partitions_on_
     if !installed("kafkajs", node().args(["-e", "require('kafkajs')"])) {
         return;
     }
-    let c = three_nodes("tx").await;
+    let c = Cluster::start_with_topic(3, "tx", 3).await;
     let mut cmd = node();
     cmd.arg(repo("tests/kafka/txn_kafkajs.js"));
     let steps = run_client("txn_kafkajs.js", cmd.into(), &c, "tx").await;
@@ -143,7 +93,7 @@ async fn kafka_python_transactions_commit_and_abort_records_over_three_partition
     if !python_module_installed("kafka") {
         return;
     }
-    let c = three_nodes("tx").await;
+    let c = Cluster::start_with_topic(3, "tx", 3).await;
     let mut cmd = python();
     cmd.arg(repo("tests/kafka/txn_kafka_python.py"));
     let steps = run_client("txn_kafka_python.py", cmd, &c, "tx").await;

@@ -89,3 +89,13 @@ pub trait Records: Send + Sync + 'static {
     /// `unavailable` when another node owns it.
     async fn producers(&self, topic: &str, partition: u32) -> ApiResult<Vec<ProducerState>>;
 }
+
+/// A partition's last stable offset, as a committed read at its high
+/// watermark `hw` answers it (reading nothing: the read starts at or past
+/// the last stable offset).
+pub async fn last_stable(records: &dyn Records, topic: &str, partition: u32, hw: Offset) -> ApiResult<Offset> {
+    let read = records
+        .read_batches(topic, partition, hw, 1, Duration::ZERO, true)
+        .await?;
+    Ok(read.last_stable)
+}

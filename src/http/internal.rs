@@ -140,12 +140,9 @@ async fn read(
             if start_or_end == ReadFrom::Start {
                 info.start_offset
             } else if committed {
-                // The end of a committed reader is the last stable offset,
-                // as a committed read at the high watermark answers it.
-                let at_end = (state.engine.records)
-                    .read_batches(&topic, p, info.end_offset, 1, Duration::ZERO, true)
-                    .await?;
-                at_end.last_stable
+                // The end of a committed reader is the last stable offset.
+                let records = state.engine.records.as_ref();
+                crate::api::last_stable(records, &topic, p, info.end_offset).await?
             } else {
                 info.end_offset
             }

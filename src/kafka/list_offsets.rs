@@ -102,13 +102,10 @@ pub(super) async fn list_offsets(
     out
 }
 
-/// The partition's last stable offset, as a committed read at the high
-/// watermark `hw` answers it.
+/// The partition's last stable offset (no timestamp), `hw` its high watermark.
 async fn last_stable(engine: &Services, topic: &str, partition: u32, hw: Offset) -> Result<(i64, i64), ApiError> {
-    let read = (engine.records)
-        .read_batches(topic, partition, hw, 1, Duration::ZERO, true)
-        .await?;
-    Ok((-1, read.last_stable.get() as i64))
+    let stable = crate::api::last_stable(engine.records.as_ref(), topic, partition, hw).await?;
+    Ok((-1, stable.get() as i64))
 }
 
 /// The first record with a timestamp at or after `ts`: (its timestamp, its

@@ -18,9 +18,7 @@
 //! epoch, so the producer that let it expire is fenced). A new coordinator
 //! times a transaction from when it first sees it.
 //!
-//! Not built yet (issue 18): transactional batches are still refused at
-//! Produce, so no partition holds transactional data and a transaction
-//! completes without markers. See `docs/design/transactions.md`.
+//! See `docs/design/transactions.md` for the whole design.
 
 use super::code;
 use super::group_placement::check_coordinator;

@@ -14,17 +14,13 @@ transaction manager, unmodified). Prints one JSON line per step:
 usage: txn_data.py BOOTSTRAP TOPIC ROUNDS PER_ROUND
 """
 
-import json
 import sys
 import time
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition, OFFSET_BEGINNING
+from confluent_kafka import KafkaException, Producer
+from txnlib import emit, read_to_end
 
 PARTITIONS = 3
-
-
-def emit(**kw):
-    print(json.dumps(kw), flush=True)
 
 
 def producer(bootstrap, txn_id, timeout_ms=60000):
@@ -41,34 +37,7 @@ def producer(bootstrap, txn_id, timeout_ms=60000):
 
 
 def read_all(bootstrap, topic, isolation):
-    """Every message from the start to the end (the last stable offset for
-    read_committed), per partition in order."""
-    c = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "reader-" + isolation,
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            "isolation.level": isolation,
-        }
-    )
-    c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
-    out = {p: [] for p in range(PARTITIONS)}
-    eof = set()
-    deadline = time.time() + 60
-    while len(eof) < PARTITIONS and time.time() < deadline:
-        m = c.poll(1.0)
-        if m is None:
-            continue
-        if m.error():
-            if m.error().code() == -191:  # _PARTITION_EOF
-                eof.add(m.partition())
-                continue
-            raise KafkaException(m.error())
-        eof.discard(m.partition())
-        out[m.partition()].append((m.offset(), m.value().decode()))
-    c.close()
-    return out, len(eof) == PARTITIONS
+    return read_to_end(bootstrap, topic, PARTITIONS, isolation, deadline_s=60)
 
 
 def error_name(f):

@@ -17,21 +17,19 @@ Prints JSON lines. In run mode: {"event": "committed", "progress": n,
 transaction's records are stored and before its offsets are sent (n = the group's input positions summed),
 {"event": "aborted", ...} / {"event": "retry", ...} / {"event": "fatal", ...}
 on errors, and {"event": "done", ...} at the end.
+
+TXN_PIPELINE_DEBUG (for example "cgrp,fetch") turns on those librdkafka
+debug contexts in the pipeline's consumer.
 """
 
-import json
 import os
 import sys
 import time
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from txnlib import emit, read_to_end
 
 PARTITIONS = 3
-
-
-def emit(**kw):
-    kw.setdefault("t", time.time())
-    print(json.dumps(kw), flush=True)
 
 
 def fill(bootstrap, topic, count):
@@ -187,39 +185,16 @@ def run(bootstrap, src, dst, group, txn_id, batch):
     consumer.close()
 
 
-def read_output(bootstrap, src, dst, isolation):
-    """OUT's values from the start to its end (the last stable offset for
-    read_committed), in partition order; whether every partition reached
-    its end; IN's end offsets."""
-    c = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "verify-" + isolation,
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-            "isolation.level": isolation,
-        }
-    )
-    c.assign([TopicPartition(dst, p, OFFSET_BEGINNING) for p in range(PARTITIONS)])
-    out = []
-    eof = set()
-    deadline = time.time() + 120
-    while len(eof) < PARTITIONS and time.time() < deadline:
-        for m in c.consume(num_messages=1000, timeout=1.0):
-            if m.error():
-                if m.error().code() == -191:  # _PARTITION_EOF
-                    eof.add(m.partition())
-                    continue
-                raise KafkaException(m.error())
-            eof.discard(m.partition())
-            out.append((m.partition(), m.value().decode()))
-    end = highs(c, src)
-    c.close()
-    return out, len(eof) == PARTITIONS, end
+def read_output(bootstrap, dst, isolation):
+    """OUT's (partition, value) pairs from the start to its end (the last
+    stable offset for read_committed), in partition order; whether every
+    partition reached its end."""
+    out, reached_end = read_to_end(bootstrap, dst, PARTITIONS, isolation)
+    return [(p, v) for p in range(PARTITIONS) for _, v in out[p]], reached_end
 
 
 def verify(bootstrap, src, dst, group):
-    out, reached_end, end = read_output(bootstrap, src, dst, "read_committed")
+    out, reached_end = read_output(bootstrap, dst, "read_committed")
     values = [v for _, v in out]
     wrong_partition = out_of_order = 0
     last = {}
@@ -232,10 +207,11 @@ def verify(bootstrap, src, dst, group):
             out_of_order += 1
         last[part] = i
     # What aborted transactions left in the log, hidden from the above.
-    uncommitted, _, _ = read_output(bootstrap, src, dst, "read_uncommitted")
+    uncommitted, _ = read_output(bootstrap, dst, "read_uncommitted")
     # The group's committed positions.
     g = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
     committed = [tp.offset for tp in g.committed([TopicPartition(src, p) for p in range(PARTITIONS)], timeout=20)]
+    end = highs(g, src)
     g.close()
     expected = {f"out:p{p}-{i}" for p in range(PARTITIONS) for i in range(end[p])}
     got = set(values)

@@ -35,6 +35,21 @@ pub async fn create_topic(client: &reqwest::Client, url: &str, name: &str, parti
     assert!(wait_open(client, url, name).await, "{name} was not placed");
 }
 
+/// The node that has partition `p` of `topic` open, as the node at `url`
+/// sees it (`None` while the partition is not open anywhere).
+pub async fn owner_of(client: &reqwest::Client, url: &str, topic: &str, p: u32) -> Option<String> {
+    let d: Value = client
+        .get(format!("{url}/v1/topics/{topic}"))
+        .send()
+        .await
+        .ok()?
+        .json()
+        .await
+        .ok()?;
+    let part = &d["partition_info"][p as usize];
+    (part["state"] == "open").then(|| part["owner"].as_str().map(str::to_string))?
+}
+
 /// A partition of `topic` that `node` owns, as the node at `url` sees it.
 pub async fn partition_owned_by(client: &reqwest::Client, url: &str, topic: &str, node: &str) -> Option<u32> {
     let d: Value = client

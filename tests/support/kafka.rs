@@ -173,3 +173,62 @@ pub async fn find_coordinator(kafka_addr: &str, key: &str, key_type: i8) -> Stri
     assert_eq!(resp.error_code, 0, "FindCoordinator: {resp:?}");
     format!("{}:{}", resp.host.as_str(), resp.port)
 }
+
+impl Cluster {
+    /// [`Cluster::start_n`] with `topic` of `partitions` partitions, waited
+    /// for until every node's view has it; the partitions' owners printed.
+    pub async fn start_with_topic(n: usize, topic: &str, partitions: u32) -> Cluster {
+        let c = Cluster::start_n(n).await;
+        let engine = c.nodes[0].services();
+        engine
+            .topics
+            .create_topic(topic, partitions, Default::default())
+            .await
+            .unwrap();
+        eventually(Duration::from_secs(10), || {
+            c.nodes.iter().all(|n| n.services().topics.partitions(topic).is_ok())
+        })
+        .await;
+        let owners: std::collections::BTreeSet<String> = engine
+            .topics
+            .describe_topic(topic)
+            .unwrap()
+            .partition_info
+            .iter()
+            .filter_map(|p| p.owner.clone())
+            .collect();
+        eprintln!("{topic}: partition owners {owners:?}");
+        c
+    }
+}
+
+/// Run a client script that prints one JSON line per step to completion
+/// within `timeout`, showing what it printed; its steps. Fails if it fails.
+pub async fn run_steps(what: &str, mut cmd: tokio::process::Command, timeout: Duration) -> Vec<serde_json::Value> {
+    let out = tokio::time::timeout(timeout, cmd.kill_on_drop(true).output())
+        .await
+        .unwrap_or_else(|_| panic!("{what} did not finish within {timeout:?}"))
+        .unwrap();
+    // `output` pipes stderr whatever was set: shown here.
+    for line in String::from_utf8_lossy(&out.stderr).lines() {
+        eprintln!("{what} (stderr): {line}");
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for line in stdout.lines() {
+        eprintln!("{what}: {line}");
+    }
+    assert!(out.status.success(), "{what} failed: {}", out.status);
+    stdout
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{what} printed {l:?}: {e}")))
+        .collect()
+}
+
+/// The step called `name` of [`run_steps`]' answer.
+pub fn step<'a>(steps: &'a [serde_json::Value], name: &str) -> &'a serde_json::Value {
+    steps
+        .iter()
+        .find(|s| s["step"] == name)
+        .unwrap_or_else(|| panic!("no step {name}"))
+}

@@ -149,14 +149,16 @@ impl Node {
         };
         // A range of markers and aborted batches only: read on past it (a
         // few times) rather than answer nothing.
-        for _ in 0..8 {
+        let mut tries = 8;
+        loop {
             let read = self.read_batches_once(stream, at, req.max_bytes, true).await?;
             let scanned_end = read.batches.last().map_or(at, |b| crate::batch::end_offset(b));
             let scanned_none = read.batches.is_empty();
             let data = crate::meta::txn_index::committed_data(read.batches, &read.aborted);
             let (records, next) = wire::committed_records(&data, at, scanned_end, req.limit, req.max_bytes)?;
             let at_end = records.is_empty() && next >= read.last_stable;
-            if !records.is_empty() || scanned_none || at_end {
+            tries -= 1;
+            if !records.is_empty() || scanned_none || at_end || tries == 0 {
                 let result = ReadResult {
                     records,
                     next_offset: next,
@@ -167,14 +169,6 @@ impl Node {
             }
             at = next;
         }
-        let p = self.read_position(stream)?;
-        let result = ReadResult {
-            records: Vec::new(),
-            next_offset: at,
-            high_watermark: p.hw,
-            start_offset: p.start,
-        };
-        Ok((result, false))
     }
 
     async fn read_batches_once(
