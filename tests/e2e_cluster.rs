@@ -296,7 +296,17 @@ async fn a_node_paused_past_the_timeout_is_fenced_writes_nothing_and_exits() {
     let after: Vec<String> = std::fs::read_dir(&wal_dir)
         .map(|d| d.map(|e| e.unwrap().file_name().into_string().unwrap()).collect())
         .unwrap_or_default();
-    let mut new: Vec<_> = after.iter().filter(|f| !before.contains(f)).collect();
+    // A fence marker is the taker's, put where the zombie's next segment
+    // would go (it may land after `before` was listed); anything else new
+    // is the zombie's.
+    let is_marker = |f: &String| {
+        let body = std::fs::read(wal_dir.join(f)).unwrap_or_default();
+        matches!(
+            sluice::wal::segment::decode_wal_object(f, &body),
+            Ok(sluice::wal::segment::WalObject::Fence(m)) if m.holder.as_str() != id.as_str()
+        )
+    };
+    let mut new: Vec<_> = after.iter().filter(|f| !before.contains(f) && !is_marker(f)).collect();
     new.sort();
     assert!(
         new.is_empty(),

@@ -120,6 +120,12 @@ impl ProducerTable {
         &mut self.writers
     }
 
+    /// The newest epoch of `producer_id` this stream knows (from its
+    /// batches or a marker).
+    pub fn epoch_of(&self, producer_id: i64) -> Option<i16> {
+        self.producers.get(&producer_id).map(|e| e.epoch)
+    }
+
     pub fn len(&self) -> usize {
         self.producers.len()
     }

@@ -417,11 +417,19 @@ impl OpenStream {
                 epoch,
                 commit,
             } => {
-                let Some(first) = inner.producers.txns().open_since(producer_id) else {
+                let first = inner.producers.txns().open_since(producer_id);
+                let known = inner.producers.epoch_of(producer_id);
+                if first.is_none() && known.is_some_and(|k| k >= epoch) {
                     // Written already (a coordinator retrying), or no batch
-                    // of the transaction ever reached this partition.
+                    // of the transaction reached this partition and the
+                    // epoch is fenced here already.
                     return Ok(Step::Retry { base, count: 0 });
-                };
+                }
+                // With no transaction open, a marker at a newer epoch is
+                // still written: no batch of the transaction has reached
+                // this partition yet, and one still on its way (a zombie's,
+                // or the expired transaction's own) must be refused as
+                // stale, not open a transaction that nothing would end.
                 if let Verdict::StaleEpoch { current } = inner.producers.check(producer_id, epoch, 0, 1) {
                     return Err(ApiError::new(
                         ErrorCode::InvalidProducerEpoch,
@@ -434,7 +442,7 @@ impl OpenStream {
                     offset: base,
                     commit,
                 });
-                txn_first = Some(first);
+                txn_first = first;
                 None
             }
             Guard::Durable(w) => match inner.producers.writers().check(w) {

@@ -2,9 +2,10 @@
 //! each behind its own fault-injecting connections, a supervisor that
 //! restarts stopped nodes, the fault schedule, and the clients.
 
-use super::history::{check_final, History, Origin};
+use super::history::{check_final, History, Origin, MARKER};
 use super::recording::{RecordingStore, WalLedger};
 use super::schedule::{self, Event, Fault, Target, NODES};
+use super::txn_history::{check_final_txns, outcome_counts, TxnHistory};
 use crate::support;
 use bytes::Bytes;
 use rand::rngs::SmallRng;
@@ -22,6 +23,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio::time::{sleep, sleep_until, timeout, Instant};
+
+#[path = "transactions.rs"]
+mod transactions;
 
 pub const TOPIC: &str = "sim";
 pub const PARTITIONS: u32 = 6;
@@ -101,6 +105,7 @@ pub struct Sim {
     t0: Instant,
     slots: Vec<Slot>,
     history: Mutex<History>,
+    txns: Mutex<TxnHistory>,
     counts: Mutex<BTreeMap<String, u64>>,
     trace: Mutex<Vec<String>>,
     ledger: Arc<Mutex<WalLedger>>,
@@ -171,6 +176,7 @@ impl Sim {
             t0: Instant::now(),
             slots,
             history: Mutex::default(),
+            txns: Mutex::default(),
             counts: Mutex::default(),
             trace: Mutex::default(),
             ledger,
@@ -642,8 +648,8 @@ fn check_read(sim: &Sim, who: &str, p: u32, from: ReadFrom, r: &ReadResult) {
                 o.0, r.high_watermark.0
             ));
         }
-        match &rec.value {
-            Some(v) => sim.history.lock().unwrap().note(p, o.0, v, origin.clone()),
+        match transactions::observed(rec) {
+            Some(v) => sim.history.lock().unwrap().note(p, o.0, &v, origin.clone()),
             None => sim.violation(format!("{who}: {p}@{} has no value", o.0)),
         }
         expect = Some(o.next());
@@ -864,7 +870,7 @@ async fn final_read(sim: &Sim, p: u32) -> Result<Vec<Bytes>, String> {
                         values.len()
                     ));
                 }
-                values.push(rec.value.unwrap_or_default());
+                values.push(transactions::observed(&rec).unwrap_or_default());
             }
         }
     }
@@ -878,8 +884,13 @@ pub async fn run_seed(seed: u64) -> SeedReport {
     let sim = Arc::new(Sim::new(seed, &mut rng));
     let supervisor_task = tokio::spawn(supervisor(sim.clone(), SmallRng::seed_from_u64(rng.random())));
     let client_seeds: Vec<u64> = (0..PRODUCERS + READERS).map(|_| rng.random()).collect();
+    // Drawn last, so that the transactional clients leave every earlier
+    // draw (and so the pinned seeds' schedules) as it was.
+    let txn_seeds: Vec<u64> = (0..transactions::TXN_PRODUCERS + transactions::COMMITTED_READERS)
+        .map(|_| rng.random())
+        .collect();
 
-    let outcome = match timeout(Duration::from_secs(900), drive(&sim, events, client_seeds)).await {
+    let outcome = match timeout(Duration::from_secs(900), drive(&sim, events, client_seeds, txn_seeds)).await {
         Ok(r) => r,
         Err(_) => Err(format!(
             "hang: the run did not finish within 900 s of simulated time; {}",
@@ -944,9 +955,10 @@ pub async fn run_seed(seed: u64) -> SeedReport {
     }
 }
 
-async fn drive(sim: &Arc<Sim>, events: Vec<Event>, client_seeds: Vec<u64>) -> Result<(), String> {
+async fn drive(sim: &Arc<Sim>, events: Vec<Event>, client_seeds: Vec<u64>, txn_seeds: Vec<u64>) -> Result<(), String> {
     create_topic(sim).await?;
     wait_all_open(sim, "setup: every stream open", Duration::from_secs(60)).await?;
+    let tickers = AbortOnDrop(tokio::spawn(transactions::tickers(sim.clone())));
     sim.log(format!("setup done; {} faults scheduled", events.len()));
 
     let start = Instant::now();
@@ -957,6 +969,18 @@ async fn drive(sim: &Arc<Sim>, events: Vec<Event>, client_seeds: Vec<u64>) -> Re
             tokio::spawn(producer(sim.clone(), i, rng))
         } else {
             tokio::spawn(reader(sim.clone(), i - PRODUCERS, rng))
+        });
+    }
+    for (i, s) in txn_seeds.iter().enumerate() {
+        let rng = SmallRng::seed_from_u64(*s);
+        clients.push(if i < transactions::TXN_PRODUCERS {
+            tokio::spawn(transactions::producer(sim.clone(), i, rng))
+        } else {
+            tokio::spawn(transactions::committed_reader(
+                sim.clone(),
+                i - transactions::TXN_PRODUCERS,
+                rng,
+            ))
         });
     }
     let faults: Vec<JoinHandle<()>> = events
@@ -1009,11 +1033,25 @@ async fn drive(sim: &Arc<Sim>, events: Vec<Event>, client_seeds: Vec<u64>) -> Re
     }
     // Let anything still in flight land before the final read.
     sleep(Duration::from_secs(3)).await;
+    // Every transaction ended (the coordinators time out what the clients
+    // left open), so the committed read and the log's final state agree.
+    let committed = transactions::final_committed(sim).await?;
+    drop(tickers);
     let mut final_state = BTreeMap::new();
     for p in 0..PARTITIONS {
         final_state.insert(p, final_read(sim, p).await?);
     }
     let mut violations = check_final(&sim.history.lock().unwrap(), &final_state);
+    {
+        let txns = sim.txns.lock().unwrap();
+        let (found, kinds) = check_final_txns(&txns, &final_state, &committed, |v| v.as_ref() == MARKER);
+        violations.extend(found);
+        for (k, n) in outcome_counts(&txns).into_iter().chain(kinds) {
+            sim.count_n(k, n);
+        }
+    }
+    let visible: usize = committed.values().map(Vec::len).sum();
+    sim.count_n("final: records visible to read_committed", visible as u64);
     {
         let ledger = sim.ledger.lock().unwrap();
         for ((stream, epoch), writers) in &ledger.writers {
@@ -1039,4 +1077,13 @@ async fn drive(sim: &Arc<Sim>, events: Vec<Event>, client_seeds: Vec<u64>) -> Re
         sim.violation(v);
     }
     Ok(())
+}
+
+/// Aborts its task when dropped (on every way out of `drive`).
+struct AbortOnDrop(JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }

@@ -529,6 +529,31 @@ async fn a_marker_at_a_bumped_epoch_fences_the_zombie_and_a_stale_marker_is_refu
 }
 
 #[tokio::test]
+async fn a_marker_reaching_a_partition_before_any_batch_of_its_transaction_is_written_and_fences() {
+    // The coordinator aborted an expired transaction before its batch for
+    // this partition arrived (found by the simulation, seed 16): the marker
+    // must still fence the epoch here, or the late batch would open a
+    // transaction that the producer's next one ends.
+    let (s, wal, _) = setup(1 << 20);
+    let at = s.high_watermark();
+    let fence = s.append_batch(&wal, &marker(3, 1, false)).await.unwrap();
+    assert_eq!((fence.base, fence.count), (at, 1), "written, though nothing is open");
+    let late = s.append_batch(&wal, &txn_data(3, 0, 0, &["late"])).await.unwrap_err();
+    assert_eq!(late.code, ErrorCode::InvalidProducerEpoch);
+    assert_eq!((s.high_watermark(), s.last_stable()), (at.next(), at.next()));
+    assert!(
+        s.aborted_in(Offset(0), at.next()).is_empty(),
+        "no transaction was aborted here"
+    );
+    // The same marker again, or an older one, appends nothing.
+    assert_eq!(s.append_batch(&wal, &marker(3, 1, false)).await.unwrap().count, 0);
+    assert_eq!(s.append_batch(&wal, &marker(3, 0, false)).await.unwrap().count, 0);
+    // The producer's next instance (epoch 2) is accepted.
+    s.append_batch(&wal, &txn_data(3, 2, 0, &["b"])).await.unwrap();
+    assert_eq!(s.last_stable(), at.next());
+}
+
+#[tokio::test]
 async fn a_control_batch_that_is_not_a_marker_and_a_transactional_batch_without_a_sequence_are_refused() {
     let (s, wal, _) = setup(1 << 20);
     let not_marker = crate::batch::transactional(&idempotent(3, 0, -1, &["x"]), true);
