@@ -83,7 +83,22 @@ const PINNED: &[u64] = &[
 /// Seeds that fail because of a bug in `src/` that is not fixed yet, with
 /// the report. Run with `cargo test --test simulation -- --ignored`.
 /// They are skipped by the other tests so that they do not block CI.
-const KNOWN_BUGS: &[(u64, &str)] = &[];
+const KNOWN_BUGS: &[(u64, &str)] = &[
+    (
+        504,
+        "transactions: after n3's restart (e2 -> e3) acknowledged records are lost or changed: \
+         2@1180 held a transactional record acknowledged by n3 e2, then a plain one acknowledged \
+         by n3 e3; 24 acknowledged records lost in all, and a record acknowledged at 1@1379 \
+         is a control record in the final state (found when transactions joined the workload; \
+         not yet diagnosed)",
+    ),
+    (
+        591,
+        "transactions: a hanging transaction: partition 4's last stable offset stays at 1296 \
+         (high watermark 1317) 60 s after healing; no marker ever ends the transaction open \
+         there (not yet diagnosed)",
+    ),
+];
 
 fn known_bug(seed: u64) -> bool {
     KNOWN_BUGS.iter().any(|(s, _)| *s == seed)
