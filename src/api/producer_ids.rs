@@ -47,9 +47,12 @@ pub enum TxnRequest {
         producer_id: i64,
         epoch: i16,
     },
+    /// `started_at`: the log index the ending transaction began at, as
+    /// its record said ([`TxnSummary::started_at`]).
     Complete {
         producer_id: i64,
         epoch: i16,
+        started_at: u64,
     },
 }
 

@@ -113,7 +113,15 @@ async fn finish(engine: &Services, id: &str) -> Result<(), i16> {
     let writes = (row.partitions.iter()).map(|(topic, p)| engine.records.append_marker(topic, *p, batch.clone()));
     for (written, (topic, p)) in futures::future::join_all(writes).await.into_iter().zip(&row.partitions) {
         match written {
-            Ok(_) => {}
+            Ok(a) => tracing::debug!(
+                transactional_id = id,
+                topic,
+                partition = p,
+                producer_epoch = row.producer_epoch,
+                "{marker:?} marker at {} (count {})",
+                a.base,
+                a.count
+            ),
             // A deleted topic has no partition left to mark.
             Err(e) if matches!(e.code, ErrorCode::TopicNotFound | ErrorCode::PartitionNotFound) => {}
             Err(e) => {
@@ -131,6 +139,7 @@ async fn finish(engine: &Services, id: &str) -> Result<(), i16> {
     let req = TxnRequest::Complete {
         producer_id: row.producer_id,
         epoch: row.producer_epoch,
+        started_at: row.started_at,
     };
     match engine.producer_ids.transaction(id, req).await {
         // Refused: another request completed it meanwhile.

@@ -137,6 +137,7 @@ impl Meta {
             config: config.clone(),
             pending: None,
             last_answer: Instant::now(),
+            unsettled: None,
         };
         loop {
             match core.catch_up().await {
@@ -276,6 +277,10 @@ struct Core {
     pending: Option<Pending>,
     /// When a request to the log last succeeded.
     last_answer: Instant,
+    /// An index this node appended at without learning whether it follows
+    /// the log or sits on a slot freed by truncation. Nothing is read or
+    /// applied from it on until that is known (see [`Core::settle_orphan`]).
+    unsettled: Option<LogIndex>,
 }
 
 struct Pending {
@@ -374,6 +379,7 @@ impl Core {
 
     /// [`Self::catch_up`] with its read given up after `limit`.
     async fn catch_up_within(&mut self, limit: Duration) -> Result<usize, MetaError> {
+        self.settle_orphan(limit).await?;
         let from = self.shared.view.read().unwrap().applied.next();
         let read = self.log.read_from(from, self.config.read_batch);
         let entries = match self.request(limit, read).await {
@@ -501,14 +507,24 @@ impl Core {
             match appended {
                 Ok(AppendOutcome::Appended) => {
                     self.set_reachable(true);
-                    if !self.predecessor_exists(index).await {
+                    match self.predecessor_exists(index, deadline).await {
+                        Some(true) => self.apply(index, &entry),
                         // We appended on an index freed by truncation: nobody
                         // will ever read it. Reload from the snapshot.
-                        self.fail_pending(MetaError::Unavailable("node fell behind log truncation".into()));
-                        self.reload_snapshot().await?;
-                        break;
+                        known => {
+                            let why = if known.is_some() {
+                                "node fell behind log truncation".to_string()
+                            } else {
+                                format!("could not tell whether log entry {index} follows the log")
+                            };
+                            self.fail_pending(MetaError::Unavailable(why));
+                            self.unsettled = Some(index);
+                            if known.is_some() {
+                                self.unsettled_was_orphan(index).await?;
+                            }
+                            break;
+                        }
                     }
-                    self.apply(index, &entry);
                 }
                 Ok(AppendOutcome::IndexTaken) => {
                     self.set_reachable(true);
@@ -525,16 +541,66 @@ impl Core {
         Ok(())
     }
 
-    async fn predecessor_exists(&self, index: LogIndex) -> bool {
+    /// Whether the entry before `index` is in the log, asked until the store
+    /// answers or `deadline` passes (`None`: not known). Truncation deletes
+    /// in ascending order, so a present predecessor proves `index` was never
+    /// freed; a missing one means it was (or that the log moved on past a
+    /// snapshot that holds it: reloading that snapshot is right either way).
+    async fn predecessor_exists(&self, index: LogIndex, deadline: Instant) -> Option<bool> {
         if index.0 <= 1 {
-            return true;
+            return Some(true);
         }
-        let read = self.log.read_from(LogIndex(index.0 - 1), 1);
-        match self.request(self.config.request_timeout, read).await {
-            Ok(v) => !v.is_empty(),
-            // Unknown: assume it exists; the common case by far.
-            Err(_) => true,
+        let mut backoff = Duration::from_millis(10);
+        loop {
+            let limit = deadline
+                .saturating_duration_since(Instant::now())
+                .max(Duration::from_millis(1));
+            let read = self.log.read_from(LogIndex(index.0 - 1), 1);
+            match self.request(limit, read).await {
+                Ok(v) => return Some(!v.is_empty()),
+                Err(_) if Instant::now() >= deadline => return None,
+                Err(e) => {
+                    tracing::debug!(error = %e, %index, "could not read the predecessor of our entry; retrying");
+                    sleep_before(deadline, backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(1));
+                }
+            }
         }
+    }
+
+    /// Before reading on past an index of ours whose standing is unknown,
+    /// learn it: an entry on a freed slot must never be applied (its
+    /// commands would fork this node's view from everyone else's, as a
+    /// restarted node registering at its old epoch again did in the
+    /// simulation, seed 504), and a legitimate one is read back like any
+    /// other entry.
+    async fn settle_orphan(&mut self, limit: Duration) -> Result<(), MetaError> {
+        let Some(index) = self.unsettled else {
+            return Ok(());
+        };
+        match self.predecessor_exists(index, Instant::now() + limit).await {
+            Some(true) => {
+                self.unsettled = None;
+                Ok(())
+            }
+            Some(false) => self.unsettled_was_orphan(index).await,
+            None => Err(MetaError::Unavailable(format!(
+                "could not tell whether log entry {index} follows the log"
+            ))),
+        }
+    }
+
+    /// `index` was freed by truncation before we appended there: move past
+    /// it to the newest snapshot, which is at or beyond it.
+    async fn unsettled_was_orphan(&mut self, index: LogIndex) -> Result<(), MetaError> {
+        self.reload_snapshot().await?;
+        if self.shared.view.read().unwrap().applied < index {
+            return Err(MetaError::Unavailable(format!(
+                "log entry {index} was appended on a truncated slot and no snapshot past it was found yet"
+            )));
+        }
+        self.unsettled = None;
+        Ok(())
     }
 
     async fn reload_snapshot(&mut self) -> Result<(), MetaError> {

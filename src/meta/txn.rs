@@ -110,8 +110,18 @@ pub enum TxnOp {
     /// epoch is bumped so the producer that let it expire is fenced.
     Abort { producer_id: i64, epoch: i16 },
     /// Every partition has its marker: the transaction is complete (and on
-    /// commit its offsets become the groups').
-    Complete { producer_id: i64, epoch: i16 },
+    /// commit its offsets become the groups'). `started_at` names the
+    /// transaction (the index it began at): the epoch alone does not, since
+    /// one producer epoch runs many transactions, and a coordinator that
+    /// finished one late must not complete the next, whose markers were
+    /// never written (simulation seed 591). Absent in entries written
+    /// before it existed, which complete whatever is ending, as they did.
+    Complete {
+        producer_id: i64,
+        epoch: i16,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        started_at: Option<LogIndex>,
+    },
 }
 
 /// What a Kafka coordinator answers for a refused op.
@@ -253,7 +263,17 @@ pub fn apply(txns: &mut BTreeMap<String, TxnRow>, ctx: TxnContext<'_>, id: &str,
             row.state = TxnState::PrepareAbort;
             row.producer_epoch = bump(row.producer_epoch);
         }
-        TxnOp::Complete { .. } => {
+        TxnOp::Complete { started_at, .. } => {
+            if started_at.is_some_and(|s| s != row.started_at) {
+                return Err(refuse(
+                    TxnRefusal::InvalidState,
+                    format!(
+                        "the transaction begun at {} is complete already; the record is at one begun at {}",
+                        started_at.expect("checked"),
+                        row.started_at
+                    ),
+                ));
+            }
             let committed = match row.state {
                 TxnState::PrepareCommit => true,
                 TxnState::PrepareAbort => false,
@@ -362,7 +382,7 @@ impl TxnOp {
             | TxnOp::CommitOffsets { producer_id, epoch, .. }
             | TxnOp::End { producer_id, epoch, .. }
             | TxnOp::Abort { producer_id, epoch }
-            | TxnOp::Complete { producer_id, epoch } => (*producer_id, *epoch),
+            | TxnOp::Complete { producer_id, epoch, .. } => (*producer_id, *epoch),
         }
     }
 }

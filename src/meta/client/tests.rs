@@ -168,6 +168,95 @@ async fn a_proposal_on_a_truncated_index_is_not_applied() {
     assert!(!lagging.view().nodes.contains_key(&NodeId::new("n2")));
 }
 
+/// A log whose one-entry reads (a proposer checking its entry's
+/// predecessor) fail while `blind` is set.
+#[derive(Debug, Clone, Default)]
+struct BlindToPredecessors {
+    inner: MemoryLog,
+    blind: Arc<std::sync::atomic::AtomicBool>,
+}
+
+#[async_trait::async_trait]
+impl MetaLog for BlindToPredecessors {
+    async fn append_at(&self, index: LogIndex, entry: Bytes) -> crate::store::StoreResult<AppendOutcome> {
+        self.inner.append_at(index, entry).await
+    }
+    async fn read_from(&self, from: LogIndex, max: usize) -> crate::store::StoreResult<Vec<(LogIndex, Bytes)>> {
+        if max == 1 && self.blind.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(crate::store::StoreError::determinate(
+                "get",
+                "log",
+                true,
+                "injected: the predecessor read failed",
+            ));
+        }
+        self.inner.read_from(from, max).await
+    }
+    async fn put_snapshot(&self, index: LogIndex, snapshot: Bytes) -> crate::store::StoreResult<()> {
+        self.inner.put_snapshot(index, snapshot).await
+    }
+    async fn latest_snapshot(&self) -> crate::store::StoreResult<Option<(LogIndex, Bytes)>> {
+        self.inner.latest_snapshot().await
+    }
+    async fn truncate_before(&self, index: LogIndex) -> crate::store::StoreResult<u64> {
+        self.inner.truncate_before(index).await
+    }
+}
+
+/// Simulation seed 504: a restarting node whose view lagged behind
+/// truncation appended its registration on a freed index, could not read
+/// the predecessor (the store was failing requests), took that for "it
+/// exists" and registered again at its old epoch, in a view of its own.
+#[tokio::test(start_paused = true)]
+async fn an_append_whose_predecessor_cannot_be_read_is_never_applied_on_a_truncated_index() {
+    let log = BlindToPredecessors::default();
+    let dyn_log: DynLog = Arc::new(log.clone());
+    let m = registered(&dyn_log, "n1").await;
+    let slow = MetaConfig {
+        poll_interval: Duration::from_secs(3600),
+        ..MetaConfig::default()
+    };
+    let lagging = Meta::open(dyn_log.clone(), NodeId::new("n2"), slow).await.unwrap();
+    assert_eq!(lagging.applied(), LogIndex(1));
+    for name in ["a", "b", "c", "d"] {
+        m.propose(Command::CreateTopic {
+            name: name.into(),
+            partitions: 1,
+            config: Default::default(),
+        })
+        .await
+        .unwrap();
+    }
+    let snapshot = Bytes::from(encode_snapshot(&m.view()));
+    log.put_snapshot(LogIndex(5), snapshot).await.unwrap();
+    // Entries 1-3 are freed (2 is where the lagging node appends); 4 and 5
+    // stay, as a real truncation keeps the entries since the previous snapshot.
+    log.truncate_before(LogIndex(4)).await.unwrap();
+
+    log.blind.store(true, std::sync::atomic::Ordering::SeqCst);
+    let out = lagging.propose(register_cmd("n2")).await;
+    assert!(matches!(out, Err(MetaError::Unavailable(_))), "{out:?}");
+    assert!(
+        !lagging.view().nodes.contains_key(&NodeId::new("n2")),
+        "the orphan registration must not be applied"
+    );
+    // Still blind: reading on would apply the orphan, so the view waits.
+    assert!(!lagging.sync(Duration::from_secs(5)).await);
+    assert!(!lagging.view().nodes.contains_key(&NodeId::new("n2")));
+
+    log.blind.store(false, std::sync::atomic::Ordering::SeqCst);
+    assert!(lagging.sync(Duration::from_secs(5)).await);
+    assert!(lagging.applied() >= LogIndex(5));
+    assert!(lagging.view().topics.contains_key("d"));
+    // A registration now lands after the snapshot, at epoch 1, as n1's view sees.
+    match lagging.propose(register_cmd("n2")).await.unwrap() {
+        Outcome::Registered(e) => assert_eq!(e, NodeEpoch(1)),
+        o => panic!("{o:?}"),
+    }
+    m.wait_for(lagging.applied()).await;
+    assert_eq!(*m.view(), *lagging.view());
+}
+
 #[tokio::test]
 async fn ambiguous_and_failed_appends_apply_each_command_exactly_once() {
     use crate::meta::store_log::StoreLog;

@@ -91,8 +91,55 @@ fn end(producer_id: i64, epoch: i16, commit: bool) -> TxnOp {
     }
 }
 
+/// As entries written before `started_at` existed: whatever is ending.
 fn complete(producer_id: i64, epoch: i16) -> TxnOp {
-    TxnOp::Complete { producer_id, epoch }
+    TxnOp::Complete {
+        producer_id,
+        epoch,
+        started_at: None,
+    }
+}
+
+fn complete_begun_at(producer_id: i64, epoch: i16, started_at: u64) -> TxnOp {
+    TxnOp::Complete {
+        producer_id,
+        epoch,
+        started_at: Some(LogIndex(started_at)),
+    }
+}
+
+/// Simulation seed 591: a coordinator finished transaction 1 late (its
+/// ticker wrote the markers again), and its Complete, naming only the
+/// producer and the epoch, completed transaction 2 of the same epoch, whose
+/// one partition never got its marker: that partition's last stable offset
+/// stayed below the open transaction forever.
+#[test]
+fn a_late_complete_of_a_finished_transaction_leaves_the_next_one_ending() {
+    let mut w = World::new();
+    let (pid, e) = w.init("t");
+    w.apply("t", add(pid, e, &[0])).unwrap();
+    let first = w.row("t").started_at.0;
+    w.apply("t", end(pid, e, true)).unwrap();
+    w.apply("t", complete_begun_at(pid, e, first)).unwrap();
+    w.apply("t", add(pid, e, &[4])).unwrap();
+    let second = w.row("t").started_at.0;
+    assert_ne!(first, second);
+    w.apply("t", end(pid, e, true)).unwrap();
+    assert_eq!(
+        w.refused("t", complete_begun_at(pid, e, first)),
+        TxnRefusal::InvalidState,
+        "the first transaction's late Complete"
+    );
+    assert_eq!(w.row("t").state, TxnState::PrepareCommit);
+    w.apply("t", complete_begun_at(pid, e, second)).unwrap();
+    assert_eq!(w.row("t").state, TxnState::CompleteCommit);
+}
+
+#[test]
+fn a_complete_logged_without_the_transactions_start_still_decodes() {
+    let old = r#"{"Complete":{"producer_id":1,"epoch":2}}"#;
+    let op: TxnOp = serde_json::from_str(old).unwrap();
+    assert_eq!(op, complete(1, 2));
 }
 
 #[test]
@@ -376,6 +423,7 @@ fn records_and_ops_round_trip_through_json() {
             epoch: 2,
         },
         complete(1, 2),
+        complete_begun_at(1, 2, 7),
     ] {
         let back: TxnOp = serde_json::from_str(&serde_json::to_string(&op).unwrap()).unwrap();
         assert_eq!(back, op);

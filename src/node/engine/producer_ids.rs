@@ -5,6 +5,7 @@
 use super::super::Node;
 use super::meta_error;
 use crate::api::*;
+use crate::ids::LogIndex;
 use crate::meta::txn::TxnOp;
 use crate::meta::{Command, Outcome, Rejection};
 use async_trait::async_trait;
@@ -130,7 +131,15 @@ impl Node {
                 commit,
             },
             TxnRequest::Abort { producer_id, epoch } => TxnOp::Abort { producer_id, epoch },
-            TxnRequest::Complete { producer_id, epoch } => TxnOp::Complete { producer_id, epoch },
+            TxnRequest::Complete {
+                producer_id,
+                epoch,
+                started_at,
+            } => TxnOp::Complete {
+                producer_id,
+                epoch,
+                started_at: Some(LogIndex(started_at)),
+            },
         })
     }
 }

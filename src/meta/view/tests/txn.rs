@@ -62,7 +62,8 @@ fn a_committed_transactions_offsets_become_the_groups() {
             e,
             TxnOp::Complete {
                 producer_id: pid,
-                epoch: pe
+                epoch: pe,
+                started_at: None,
             }
         ),
         Outcome::Txn(TxnDone::Changed)
