@@ -70,6 +70,29 @@ pub struct TxnSummary {
     pub partitions: Vec<(String, u32)>,
 }
 
+/// One caller's turn at finishing a transactional id's transaction; the
+/// next waits until it is dropped.
+pub type FinishTurn = tokio::sync::OwnedMutexGuard<()>;
+
+/// Per transactional id, the turn of whoever finishes its transaction on
+/// this node ([`ProducerIds::finishing`]); entries nobody holds or awaits
+/// are dropped as others are taken.
+#[derive(Debug, Default)]
+pub struct FinishTurns {
+    turns: std::sync::Mutex<std::collections::HashMap<String, std::sync::Arc<tokio::sync::Mutex<()>>>>,
+}
+
+impl FinishTurns {
+    pub async fn take(&self, id: &str) -> FinishTurn {
+        let turn = {
+            let mut turns = self.turns.lock().unwrap();
+            turns.retain(|_, t| std::sync::Arc::strong_count(t) > 1);
+            turns.entry(id.to_string()).or_default().clone()
+        };
+        turn.lock_owned().await
+    }
+}
+
 #[async_trait]
 pub trait ProducerIds: Send + Sync + 'static {
     /// A Kafka producer id unique in the cluster (InitProducerId).
@@ -82,6 +105,14 @@ pub trait ProducerIds: Send + Sync + 'static {
 
     /// Every transactional id with a record, as this node's view holds them.
     fn transactions(&self) -> Vec<(String, TxnSummary)>;
+
+    /// Held while one caller on this node finishes `id`'s ending
+    /// transaction (writes its markers and completes it): the EndTxn request
+    /// and the coordinator's ticker take turns, so a finisher that read the
+    /// record before another completed it finds it complete when its turn
+    /// comes, rather than writing a finished transaction's markers into
+    /// partitions where the producer's next transaction has begun.
+    async fn finishing(&self, id: &str) -> FinishTurn;
 
     /// Transactional id `id`'s record, as this node's view holds it.
     fn txn(&self, id: &str) -> Option<TxnSummary> {

@@ -293,6 +293,9 @@ impl ProducerIds for Scoped<dyn ProducerIds> {
     async fn transaction(&self, id: &str, req: TxnRequest) -> ApiResult<TxnAnswer> {
         self.inner.transaction(id, req).await
     }
+    async fn finishing(&self, id: &str) -> FinishTurn {
+        self.inner.finishing(id).await
+    }
     fn transactions(&self) -> Vec<(String, TxnSummary)> {
         self.inner.transactions()
     }

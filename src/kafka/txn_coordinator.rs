@@ -101,6 +101,7 @@ async fn run(engine: &Services, placed: &str, id: &str, req: TxnRequest, fencing
 /// coordinator's or, after failover, the next one's) writes the markers
 /// again, and a partition that has one already appends nothing.
 async fn finish(engine: &Services, id: &str) -> Result<(), i16> {
+    let _turn = engine.producer_ids.finishing(id).await;
     let Some(row) = engine.producer_ids.txn(id) else {
         return Ok(());
     };

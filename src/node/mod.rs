@@ -101,6 +101,8 @@ pub struct Node {
     handing_off: Mutex<std::collections::HashSet<StreamId>>,
     /// Kafka producer ids reserved in the metadata log, not yet handed out.
     pub(crate) producer_ids: tokio::sync::Mutex<std::ops::Range<i64>>,
+    /// Whose turn it is to finish each transactional id's transaction here.
+    pub(crate) txn_finishers: crate::api::FinishTurns,
     /// Set once the node is built, so control paths holding `&self` can spawn.
     me: std::sync::OnceLock<std::sync::Weak<Node>>,
     phase: watch::Sender<Phase>,
@@ -180,6 +182,7 @@ impl Node {
             streams: RwLock::new(HashMap::new()),
             handing_off: Mutex::new(Default::default()),
             producer_ids: tokio::sync::Mutex::new(0..0),
+            txn_finishers: Default::default(),
             me: std::sync::OnceLock::new(),
             phase: watch::channel(Phase::Ready).0,
             live_reads_end: watch::channel(false).0,

@@ -117,6 +117,9 @@ pub struct Sim {
     /// Set when a hang shows the signature of a known bug in `src/`.
     known_bug: Mutex<Option<&'static str>>,
     verbose: bool,
+    /// The highest metadata log index any incarnation was seen to have
+    /// applied (noted whenever the running nodes are listed).
+    most_applied: std::sync::atomic::AtomicU64,
 }
 
 /// The signature of the takeover bug: a dead incarnation's WAL holds more
@@ -188,6 +191,7 @@ impl Sim {
                 configured_until: [Instant::now(); NODES],
             }),
             known_bug: Mutex::new(None),
+            most_applied: std::sync::atomic::AtomicU64::new(0),
             verbose: std::env::var_os("SLUICE_SIM_VERBOSE").is_some(),
         }
     }
@@ -227,11 +231,16 @@ impl Sim {
 
     /// Running incarnations that still consider themselves ready.
     fn running(&self) -> Vec<Arc<Node>> {
-        self.slots
+        let nodes: Vec<Arc<Node>> = self
+            .slots
             .iter()
             .filter_map(|s| s.state.lock().unwrap().node.clone())
-            .filter(|n| n.phase() == Phase::Ready)
-            .collect()
+            .collect();
+        for n in &nodes {
+            self.most_applied
+                .fetch_max(n.meta.applied().0, std::sync::atomic::Ordering::Relaxed);
+        }
+        nodes.into_iter().filter(|n| n.phase() == Phase::Ready).collect()
     }
 
     fn slot_of(&self, id: &str) -> Option<&Slot> {
@@ -271,10 +280,17 @@ impl Sim {
     /// agrees with itself that it owns the stream, and keeps serving it
     /// from its stale view as the failover design allows during metadata
     /// outages; its answers are a stale prefix, not the stream's state.
+    /// When every node with a newer view is down, the newest running view
+    /// is older than one seen before, and nobody counts as settled (seed
+    /// 444: a stalled zombie, the only node left running, agreed with itself
+    /// and served a last stable offset below one its successor had served).
     fn settled_owner(&self, partition: u32) -> Option<Arc<Node>> {
         let id = self.stream(partition);
         let running = self.running();
         let newest = running.iter().max_by_key(|n| n.meta.applied())?;
+        if newest.meta.applied().0 < self.most_applied.load(std::sync::atomic::Ordering::Relaxed) {
+            return None;
+        }
         let owns = |n: &Node, view: &sluice::meta::View| {
             matches!(view.streams.get(&id).map(|r| &r.state),
                 Some(StreamState::Open { node, node_epoch }) if *node == n.id && *node_epoch == n.epoch)

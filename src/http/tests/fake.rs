@@ -473,6 +473,10 @@ impl ProducerIds for FakeEngine {
     async fn transaction(&self, _id: &str, _req: TxnRequest) -> ApiResult<TxnAnswer> {
         Err(unsupported("transactions"))
     }
+    /// Transactions are not modelled: every caller gets a turn of its own.
+    async fn finishing(&self, _id: &str) -> FinishTurn {
+        std::sync::Arc::new(tokio::sync::Mutex::new(())).lock_owned().await
+    }
     fn transactions(&self) -> Vec<(String, TxnSummary)> {
         Vec::new()
     }

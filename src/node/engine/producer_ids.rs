@@ -49,6 +49,10 @@ impl ProducerIds for Node {
         }
     }
 
+    async fn finishing(&self, id: &str) -> FinishTurn {
+        self.txn_finishers.take(id).await
+    }
+
     fn transactions(&self) -> Vec<(String, TxnSummary)> {
         let view = self.meta.view();
         let names: BTreeMap<_, _> = view.topics.iter().map(|(n, t)| (t.id, n.clone())).collect();
