@@ -198,6 +198,11 @@ impl OpenStream {
             .collect()
     }
 
+    /// The stream epoch as a Kafka partition leader epoch.
+    fn leader_epoch(&self) -> i32 {
+        i32::try_from(self.epoch.get()).unwrap_or(i32::MAX)
+    }
+
     /// Assign offsets, join the WAL, and wait until durable.
     pub async fn append(&self, wal: &WalWriter, records: &[Record]) -> Result<Appended, ApiError> {
         if records.is_empty() {
@@ -235,7 +240,6 @@ impl OpenStream {
             return Err(ApiError::invalid("exactly one record batch per append"));
         }
         let count = info.last_offset_delta + 1;
-        let epoch = i32::try_from(self.epoch.get()).unwrap_or(i32::MAX);
         let producer = (info.producer_id >= 0 && info.base_sequence >= 0).then_some(ProducerInfo {
             producer_id: info.producer_id,
             producer_epoch: info.producer_epoch,
@@ -266,7 +270,6 @@ impl OpenStream {
         self.append_encoded(wal, count, info.max_timestamp, guard, |base| {
             let mut bytes = bytes::BytesMut::from(batch);
             crate::batch::set_base_offset(&mut bytes, base);
-            crate::batch::set_leader_epoch(&mut bytes, epoch);
             bytes.freeze()
         })
         .await
@@ -451,7 +454,18 @@ impl OpenStream {
             },
             Guard::None => None,
         };
-        let batch = encode(base);
+        // Every stored batch carries the stream epoch that wrote it as its
+        // partition leader epoch, whichever front door it came through: a
+        // Kafka consumer validating its position after a leader change
+        // (OffsetForLeaderEpoch) asks for the end of the epoch its records
+        // carry, and an HTTP-appended batch left at epoch 0 answered "the
+        // log ends at 0 for that epoch": librdkafka took it for truncation
+        // and re-read whole partitions from offset 0.
+        let batch = {
+            let mut b = bytes::BytesMut::from(encode(base));
+            crate::batch::set_leader_epoch(&mut b, self.leader_epoch());
+            b.freeze()
+        };
         let reserved = batch.len();
         if !self.budget.try_reserve(reserved) {
             return Err(ApiError::new(

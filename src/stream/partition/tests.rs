@@ -568,3 +568,24 @@ async fn a_control_batch_that_is_not_a_marker_and_a_transactional_batch_without_
     );
     assert_eq!(s.high_watermark(), Offset(5));
 }
+
+/// Every stored batch carries the stream epoch as its partition leader
+/// epoch, whatever wrote it: a Kafka consumer validating its position after
+/// a leader change asks for the end of the epoch its records carry, and the
+/// HTTP path once stored 0 there, which librdkafka took for a truncation to
+/// offset 0 (it re-read whole partitions).
+#[tokio::test]
+async fn every_stored_batch_carries_the_stream_epoch_as_its_leader_epoch() {
+    let (s, wal, _) = setup(1 << 20);
+    s.append(&wal, &[rec("http")]).await.unwrap();
+    s.append_batch(&wal, &idempotent(9, 0, 0, &["kafka"])).await.unwrap();
+    let write = crate::meta::writers::DsWrite::default();
+    s.append_durable(&wal, &write, &[rec("ds")]).await.unwrap();
+    let batches = s.read_tail_batches(Offset(5), Offset(u64::MAX), 1 << 20).unwrap();
+    assert_eq!(batches.len(), 3);
+    for b in &batches {
+        let epoch = i32::from_be_bytes(b[12..16].try_into().unwrap());
+        assert_eq!(epoch, 1, "partition leader epoch of {b:?}");
+        crate::batch::parse_batch("stored", b).expect("the CRC still holds");
+    }
+}
