@@ -11,6 +11,14 @@ use crate::meta::writers::{DsAppend, DsWrite};
 use async_trait::async_trait;
 use std::time::Duration;
 
+/// The transaction a marker ends: its transactional id and the log index
+/// it began at ([`TxnSummary::started_at`](super::TxnSummary::started_at)).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct MarkerOf {
+    pub transactional_id: String,
+    pub started_at: u64,
+}
+
 #[async_trait]
 pub trait Records: Send + Sync + 'static {
     /// Append records to one partition atomically; returns once every record
@@ -42,7 +50,17 @@ pub trait Records: Send + Sync + 'static {
     /// encoded) appended to a partition: on its owner, or forwarded there.
     /// It ends the producer's open transaction in the partition; with none
     /// open (a retry) nothing is appended and the answer has no records.
-    async fn append_marker(&self, topic: &str, partition: u32, marker: bytes::Bytes) -> ApiResult<Appended>;
+    /// When `of` names the transaction, the owner first checks, against
+    /// the log's newest word, that it is still the one ending: a late
+    /// marker of a completed transaction appends nothing, so it can never
+    /// end the producer's next transaction in the partition early.
+    async fn append_marker(
+        &self,
+        topic: &str,
+        partition: u32,
+        marker: bytes::Bytes,
+        of: Option<MarkerOf>,
+    ) -> ApiResult<Appended>;
 
     /// Stored batches from `from` on, up to about `max_bytes` (at least one
     /// batch when any exists), never past the high watermark — nor, when

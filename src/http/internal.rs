@@ -93,10 +93,15 @@ async fn append(
 async fn marker(
     State(state): State<Shared>,
     Path((topic, partition)): Path<(String, String)>,
+    headers: axum::http::HeaderMap,
     body: Bytes,
 ) -> HttpResult<Response> {
     let p = checked_partition(&state, &topic, &partition).await?;
-    let a = state.engine.records.append_marker(&topic, p, body).await?;
+    let of = match headers.get(wire::MARKER_OF) {
+        Some(v) => Some(wire::decode_marker_of(v.to_str().unwrap_or(""))?),
+        None => None,
+    };
+    let a = state.engine.records.append_marker(&topic, p, body, of).await?;
     Ok((
         [
             (wire::BASE_OFFSET, a.base.get().to_string()),

@@ -141,8 +141,14 @@ impl Records for Scoped<dyn Records> {
     }
     /// The coordinator's own write: the transaction's partitions were
     /// authorized for the producer as they were added.
-    async fn append_marker(&self, topic: &str, partition: u32, marker: bytes::Bytes) -> ApiResult<Appended> {
-        self.inner.append_marker(topic, partition, marker).await
+    async fn append_marker(
+        &self,
+        topic: &str,
+        partition: u32,
+        marker: bytes::Bytes,
+        of: Option<crate::api::MarkerOf>,
+    ) -> ApiResult<Appended> {
+        self.inner.append_marker(topic, partition, marker, of).await
     }
     async fn relay_subscription(
         &self,

@@ -111,7 +111,12 @@ async fn finish(engine: &Services, id: &str) -> Result<(), i16> {
         _ => return Ok(()),
     };
     let batch = encode_marker(row.producer_id, row.producer_epoch, marker, 0, engine.clock.now_ms());
-    let writes = (row.partitions.iter()).map(|(topic, p)| engine.records.append_marker(topic, *p, batch.clone()));
+    let of = crate::api::MarkerOf {
+        transactional_id: id.to_string(),
+        started_at: row.started_at,
+    };
+    let writes = (row.partitions.iter())
+        .map(|(topic, p)| (engine.records).append_marker(topic, *p, batch.clone(), Some(of.clone())));
     for (written, (topic, p)) in futures::future::join_all(writes).await.into_iter().zip(&row.partitions) {
         match written {
             Ok(a) => tracing::debug!(

@@ -64,14 +64,22 @@ impl Forwarder {
         }
         let batch = crate::batch::encode_batch(Offset(0), records);
         with_retry("append", at, stream, false, |addr, applied| {
-            self.append_batch(addr, applied, wire::APPEND_ROUTE, topic, partition, batch.clone())
+            self.append_batch(
+                addr,
+                applied,
+                (wire::APPEND_ROUTE, None),
+                topic,
+                partition,
+                batch.clone(),
+            )
         })
         .await
     }
 
     /// Forward a transaction marker to the owner of `stream`, if another
-    /// node owns it. Safe to retry: a marker that landed ends the
-    /// transaction, and the same marker again appends nothing.
+    /// node owns it, with the transaction it ends (`of`). Safe to retry: a
+    /// marker that landed ends the transaction, and the same marker again
+    /// appends nothing.
     pub async fn append_marker(
         &self,
         at: &dyn Placement,
@@ -79,9 +87,12 @@ impl Forwarder {
         topic: &str,
         partition: u32,
         marker: Bytes,
+        of: Option<&crate::api::MarkerOf>,
     ) -> Option<ApiResult<Appended>> {
+        let of = of.map(wire::encode_marker_of);
         with_retry("marker", at, stream, true, |addr, applied| {
-            self.append_batch(addr, applied, wire::MARKER_ROUTE, topic, partition, marker.clone())
+            let route = (wire::MARKER_ROUTE, of.as_deref().map(|v| (wire::MARKER_OF, v)));
+            self.append_batch(addr, applied, route, topic, partition, marker.clone())
         })
         .await
     }
@@ -192,7 +203,7 @@ impl Forwarder {
         &self,
         addr: String,
         applied: u64,
-        route: &str,
+        (route, extra): (&str, Option<(&str, &str)>),
         topic: &str,
         partition: u32,
         batch: Bytes,
@@ -200,12 +211,15 @@ impl Forwarder {
         let path = route
             .replace("{topic}", topic)
             .replace("{partition}", &partition.to_string());
-        let req = self
+        let mut req = self
             .client
             .post(self.url(&addr, &path))
             .headers(self.marks(&addr, applied)?)
-            .header(forward_http::header::CONTENT_TYPE, "application/octet-stream")
-            .body(batch);
+            .header(forward_http::header::CONTENT_TYPE, "application/octet-stream");
+        if let Some((name, value)) = extra {
+            req = req.header(name, value);
+        }
+        let req = req.body(batch);
         let resp = self.send(&addr, req).await?;
         let base = header_u64(&addr, &resp, wire::BASE_OFFSET).map_err(Failure::Indeterminate)?;
         let count = header_u64(&addr, &resp, wire::COUNT).map_err(Failure::Indeterminate)?;

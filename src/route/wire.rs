@@ -37,6 +37,10 @@ pub const READ_ROUTE: &str = "/internal/v1/topics/{topic}/partitions/{partition}
 /// The body may then be empty (a check only). Answered with
 /// `{"durable": <outcome>}`.
 pub const DS_WRITE: &str = "sluice-ds-write-b64";
+/// On the marker route: the transaction the marker ends
+/// ([`MarkerOf`](crate::api::MarkerOf)), as base64 of its JSON. A marker
+/// without it (from a node of an older version) is appended unjudged.
+pub const MARKER_OF: &str = "sluice-marker-of-b64";
 /// Where an append landed (answer header).
 pub const BASE_OFFSET: &str = "sluice-base-offset";
 /// How many records it took (answer header).
@@ -136,19 +140,36 @@ pub fn committed_records(
 
 /// The Durable Streams write of a [`DS_WRITE`] header.
 pub fn encode_ds_write(write: &crate::meta::writers::DsWrite) -> String {
-    use base64::Engine as _;
-    let json = serde_json::to_vec(write).expect("a write serializes");
-    base64::engine::general_purpose::STANDARD.encode(json)
+    encode_b64_json(write)
 }
 
 /// The inverse of [`encode_ds_write`].
 pub fn decode_ds_write(header: &str) -> ApiResult<crate::meta::writers::DsWrite> {
+    decode_b64_json(header).ok_or_else(|| ApiError::invalid(format!("{DS_WRITE} is not a Durable Streams write")))
+}
+
+/// The [`MARKER_OF`] header's value.
+pub fn encode_marker_of(of: &crate::api::MarkerOf) -> String {
+    encode_b64_json(of)
+}
+
+/// The inverse of [`encode_marker_of`].
+pub fn decode_marker_of(header: &str) -> ApiResult<crate::api::MarkerOf> {
+    decode_b64_json(header).ok_or_else(|| ApiError::invalid(format!("{MARKER_OF} does not name a transaction")))
+}
+
+fn encode_b64_json(value: &impl serde::Serialize) -> String {
+    use base64::Engine as _;
+    let json = serde_json::to_vec(value).expect("a header value serializes");
+    base64::engine::general_purpose::STANDARD.encode(json)
+}
+
+fn decode_b64_json<T: serde::de::DeserializeOwned>(header: &str) -> Option<T> {
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD
         .decode(header)
         .ok()
         .and_then(|json| serde_json::from_slice(&json).ok())
-        .ok_or_else(|| ApiError::invalid(format!("{DS_WRITE} is not a Durable Streams write")))
 }
 
 /// The records of an append's body: one batch, or none (an empty body).
@@ -218,6 +239,24 @@ mod tests {
         assert_eq!(records_from(&batches, Offset(10), 2, usize::MAX).unwrap().len(), 2);
         // The first record always comes, even over the byte budget.
         assert_eq!(records_from(&batches, Offset(10), 100, 1).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn the_transaction_a_marker_ends_travels_unchanged() {
+        let of = crate::api::MarkerOf {
+            transactional_id: "tx \u{e9}\n\"x\"".into(),
+            started_at: 1 << 40,
+        };
+        let header = encode_marker_of(&of);
+        assert!(header.bytes().all(|b| b.is_ascii_graphic()), "a valid header value");
+        assert_eq!(decode_marker_of(&header).unwrap(), of);
+        for bad in ["", "e30", "not base64!", "eyJ0cmFuc2FjdGlvbmFsX2lkIjoxfQ=="] {
+            assert_eq!(
+                decode_marker_of(bad).unwrap_err().code,
+                ErrorCode::InvalidRequest,
+                "{bad}"
+            );
+        }
     }
 
     #[test]

@@ -52,14 +52,28 @@ enum Guard {
         producer: ProducerInfo,
         transactional: bool,
     },
-    /// A transaction marker of `producer_id` at `epoch`.
+    /// A transaction marker of `producer_id` at `epoch`, ending what
+    /// `ends` allows.
     Marker {
         producer_id: i64,
         epoch: i16,
         commit: bool,
+        ends: MarkerEnds,
     },
     /// A Durable Streams writer's append.
     Durable(DsWrite),
+}
+
+/// Which open transaction of its producer a marker may end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MarkerEnds {
+    /// Whatever is open: nobody judged the marker (a coordinator that
+    /// names no transaction).
+    AnyOpen,
+    /// Only the transaction open since this offset, or, with `None`, only
+    /// if none is open: the state the leader judged the marker against
+    /// (see [`OpenStream::append_marker`]).
+    Judged(Option<Offset>),
 }
 
 /// The outcome of the step under the lock.
@@ -73,20 +87,26 @@ enum Step {
     Retry { base: Offset, count: u32 },
     /// A Durable Streams write not to append (duplicate or refused).
     Declined(DsVerdict),
+    /// A judged marker whose producer's open transaction is no longer
+    /// the one it was judged against.
+    Rejudge,
 }
 
 /// Where an append ended up.
 enum Landed {
     Appended(Appended),
     Declined(DsVerdict),
+    Rejudge,
 }
 
 impl Landed {
-    /// Only Durable Streams writes are ever declined.
+    /// Only Durable Streams writes are ever declined, and only judged
+    /// markers sent back.
     fn appended(self) -> Result<Appended, ApiError> {
         match self {
             Landed::Appended(a) => Ok(a),
             Landed::Declined(v) => Err(ApiError::new(ErrorCode::Internal, format!("append declined: {v:?}"))),
+            Landed::Rejudge => Err(ApiError::new(ErrorCode::Internal, "an unjudged marker sent back")),
         }
     }
 }
@@ -234,6 +254,35 @@ impl OpenStream {
     /// transaction here is a retry of one already written and is answered
     /// once everything before it is durable, with nothing appended.
     pub async fn append_batch(&self, wal: &WalWriter, batch: &[u8]) -> Result<Appended, ApiError> {
+        self.append_guarded(wal, batch, MarkerEnds::AnyOpen)
+            .await
+            .and_then(Landed::appended)
+    }
+
+    /// The first offset of `producer_id`'s transaction open here, if any.
+    pub fn open_txn(&self, producer_id: i64) -> Option<Offset> {
+        self.inner.lock().unwrap().producers.txns().open_since(producer_id)
+    }
+
+    /// Append the transaction marker `batch` only if its producer's open
+    /// transaction is still `judged` (from [`open_txn`](Self::open_txn)):
+    /// the leader judged, away from the lock, whether the marker may end
+    /// that one. `None` when it changed meanwhile (a batch opened a
+    /// transaction, or another finisher's marker ended it): judge again.
+    pub async fn append_marker(
+        &self,
+        wal: &WalWriter,
+        batch: &[u8],
+        judged: Option<Offset>,
+    ) -> Result<Option<Appended>, ApiError> {
+        match self.append_guarded(wal, batch, MarkerEnds::Judged(judged)).await? {
+            Landed::Appended(a) => Ok(Some(a)),
+            Landed::Rejudge => Ok(None),
+            Landed::Declined(v) => Err(ApiError::new(ErrorCode::Internal, format!("marker declined: {v:?}"))),
+        }
+    }
+
+    async fn append_guarded(&self, wal: &WalWriter, batch: &[u8], ends: MarkerEnds) -> Result<Landed, ApiError> {
         let object = format!("batch for {}", self.id);
         let info = crate::batch::parse_batch(&object, batch).map_err(|e| ApiError::invalid(e.to_string()))?;
         if info.batch_len != batch.len() {
@@ -253,7 +302,10 @@ impl OpenStream {
                 producer_id: info.producer_id,
                 epoch: info.producer_epoch,
                 commit: marker.0 == crate::batch::marker::Marker::Commit,
+                ends,
             }
+        } else if ends != MarkerEnds::AnyOpen {
+            return Err(ApiError::invalid("a transaction marker must be a control batch"));
         } else if info.is_transactional {
             let producer = producer
                 .ok_or_else(|| ApiError::invalid("a transactional batch without a producer id and sequence"))?;
@@ -273,7 +325,6 @@ impl OpenStream {
             bytes.freeze()
         })
         .await
-        .and_then(Landed::appended)
     }
 
     /// Append `records` for a Durable Streams writer: its producer and
@@ -321,6 +372,7 @@ impl OpenStream {
                 count: a.count,
             }),
             Landed::Declined(v) => self.declined(v).await,
+            Landed::Rejudge => Err(ApiError::new(ErrorCode::Internal, "a write sent back as a marker")),
         }
     }
 
@@ -351,6 +403,7 @@ impl OpenStream {
                 return self.await_duplicate(base, count).await.map(Landed::Appended);
             }
             Step::Declined(v) => return Ok(Landed::Declined(v)),
+            Step::Rejudge => return Ok(Landed::Rejudge),
         };
         // The ack is awaited in a task of its own: a caller that gives up
         // (a client timeout drops this future) must not leave the high
@@ -419,8 +472,12 @@ impl OpenStream {
                 producer_id,
                 epoch,
                 commit,
+                ends,
             } => {
                 let first = inner.producers.txns().open_since(producer_id);
+                if matches!(ends, MarkerEnds::Judged(j) if j != first) {
+                    return Ok(Step::Rejudge);
+                }
                 let known = inner.producers.epoch_of(producer_id);
                 if first.is_none() && known.is_some_and(|k| k >= epoch) {
                     // Written already (a coordinator retrying), or no batch

@@ -78,10 +78,16 @@ impl Records for Forwarding {
     async fn append_batch(&self, topic: &str, partition: u32, batch: Bytes) -> ApiResult<Appended> {
         self.here.append_batch(topic, partition, batch).await
     }
-    async fn append_marker(&self, topic: &str, partition: u32, marker: Bytes) -> ApiResult<Appended> {
+    async fn append_marker(
+        &self,
+        topic: &str,
+        partition: u32,
+        marker: Bytes,
+        of: Option<sluice::api::MarkerOf>,
+    ) -> ApiResult<Appended> {
         match self.sim.owner_per(&self.here, partition) {
-            Some(owner) if !Arc::ptr_eq(&owner, &self.here) => owner.append_marker(topic, partition, marker).await,
-            _ => self.here.append_marker(topic, partition, marker).await,
+            Some(owner) if !Arc::ptr_eq(&owner, &self.here) => owner.append_marker(topic, partition, marker, of).await,
+            _ => self.here.append_marker(topic, partition, marker, of).await,
         }
     }
     async fn read_batches(

@@ -364,7 +364,13 @@ impl Records for FakeEngine {
         Err(unsupported("raw batch reads"))
     }
 
-    async fn append_marker(&self, _topic: &str, _partition: u32, _marker: bytes::Bytes) -> ApiResult<Appended> {
+    async fn append_marker(
+        &self,
+        _topic: &str,
+        _partition: u32,
+        _marker: bytes::Bytes,
+        _of: Option<crate::api::MarkerOf>,
+    ) -> ApiResult<Appended> {
         Err(unsupported("transaction markers"))
     }
 

@@ -133,7 +133,37 @@ impl Node {
     }
 }
 
+/// How often a marker is judged again when its partition's open
+/// transactions changed meanwhile, before the coordinator is told to retry.
+const MARKER_JUDGEMENTS: usize = 4;
+
 impl Node {
+    /// Whether the marker of `of` may end `producer_id`'s transaction open
+    /// in a partition: the log's newest record of the transactional id
+    /// still has that transaction (begun at `of.started_at`) ending. The
+    /// log is read first: a view that has not seen the transaction
+    /// complete and the producer's next one begin (the batch open in the
+    /// partition may be that one's, verified on another node) would take
+    /// a late marker for a current one. A record of another producer id
+    /// (the id was given a new one) leaves the marker unjudged.
+    async fn marker_is_current(&self, of: &MarkerOf, producer_id: i64) -> ApiResult<bool> {
+        const WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+        if !self.meta.sync(WAIT).await {
+            return Err(ApiError::unavailable(
+                "the metadata log could not be read to check a transaction marker",
+            ));
+        }
+        let view = self.meta.view();
+        let Some(row) = view.txns.get(&of.transactional_id) else {
+            return Ok(true);
+        };
+        let ending = matches!(
+            row.state,
+            crate::meta::txn::TxnState::PrepareCommit | crate::meta::txn::TxnState::PrepareAbort
+        );
+        Ok(row.producer_id != producer_id || (row.started_at.0 == of.started_at && ending))
+    }
+
     /// A committed read (see [`ReadRequest::committed`]) of what is below
     /// the last stable offset, as records; `true` when `from` is at it.
     async fn read_committed_once(
@@ -416,23 +446,55 @@ impl Records for Node {
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(stream = %format_args!("{topic}/{partition}")))]
-    async fn append_marker(&self, topic: &str, partition: u32, marker: bytes::Bytes) -> ApiResult<Appended> {
+    async fn append_marker(
+        &self,
+        topic: &str,
+        partition: u32,
+        marker: bytes::Bytes,
+        of: Option<crate::api::MarkerOf>,
+    ) -> ApiResult<Appended> {
         let stream = self.resolve_current(topic, partition).await?;
         if self.phase() != Phase::Ready {
             return Err(ApiError::unavailable(format!("node is {}", self.phase().as_str())));
         }
-        let is_marker = crate::batch::parse_batch("a transaction marker", &marker).is_ok_and(|i| i.is_control);
-        if !is_marker {
-            return Err(ApiError::invalid("a transaction marker must be a control batch"));
-        }
+        let info = crate::batch::parse_batch("a transaction marker", &marker)
+            .ok()
+            .filter(|i| i.is_control)
+            .ok_or_else(|| ApiError::invalid("a transaction marker must be a control batch"))?;
         let Some(s) = self.open_stream_soon(stream).await else {
             let routed = self
                 .router()
-                .append_marker(self, stream, topic, partition, marker)
+                .append_marker(self, stream, topic, partition, marker, of.as_ref())
                 .await;
             return routed.unwrap_or_else(|| Err(self.not_here(stream)));
         };
-        s.append_batch(&self.wal, &marker).await
+        let Some(of) = of else {
+            return s.append_batch(&self.wal, &marker).await;
+        };
+        // Judged away from the stream's lock (the log is read), then
+        // appended only if what was judged still holds.
+        for _ in 0..MARKER_JUDGEMENTS {
+            let open = s.open_txn(info.producer_id);
+            if open.is_some() && !self.marker_is_current(&of, info.producer_id).await? {
+                tracing::info!(
+                    stream = %stream,
+                    transactional_id = of.transactional_id,
+                    started_at = of.started_at,
+                    "a late marker of a completed transaction appends nothing"
+                );
+                crate::telemetry::count("sluice_txn_late_markers_total", &[]);
+                return Ok(Appended {
+                    base: s.high_watermark(),
+                    count: 0,
+                });
+            }
+            if let Some(a) = s.append_marker(&self.wal, &marker, open).await? {
+                return Ok(a);
+            }
+        }
+        Err(ApiError::unavailable(format!(
+            "the open transactions of {stream} kept changing while a marker was checked"
+        )))
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(stream = %format_args!("{topic}/{partition}")))]

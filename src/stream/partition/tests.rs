@@ -554,6 +554,33 @@ async fn a_marker_reaching_a_partition_before_any_batch_of_its_transaction_is_wr
 }
 
 #[tokio::test]
+async fn a_judged_marker_is_appended_only_while_the_open_transaction_is_the_one_judged() {
+    let (s, wal, _) = setup(1 << 20);
+    let at = s.high_watermark();
+    assert_eq!(s.open_txn(3), None);
+    s.append_batch(&wal, &txn_data(3, 0, 0, &["a"])).await.unwrap();
+    let open = s.open_txn(3);
+    assert_eq!(open, Some(at));
+    // Judged while nothing was open: the batch that opened one since
+    // sends it back, and nothing is appended.
+    assert_eq!(s.append_marker(&wal, &marker(3, 0, true), None).await.unwrap(), None);
+    assert_eq!((s.high_watermark(), s.last_stable()), (at.next(), at));
+    // Judged against the open transaction: it ends it.
+    let ended = s.append_marker(&wal, &marker(3, 0, true), open).await.unwrap().unwrap();
+    assert_eq!((ended.base, ended.count), (at.next(), 1));
+    assert_eq!((s.open_txn(3), s.last_stable()), (None, at.next().next()));
+    // Judged against a transaction another finisher's marker ended.
+    assert_eq!(s.append_marker(&wal, &marker(3, 0, true), open).await.unwrap(), None);
+    // Only a marker may be judged.
+    let data = s
+        .append_marker(&wal, &txn_data(3, 0, 1, &["b"]), None)
+        .await
+        .unwrap_err();
+    assert_eq!(data.code, ErrorCode::InvalidRequest);
+    assert_eq!(s.high_watermark(), at.next().next());
+}
+
+#[tokio::test]
 async fn a_control_batch_that_is_not_a_marker_and_a_transactional_batch_without_a_sequence_are_refused() {
     let (s, wal, _) = setup(1 << 20);
     let not_marker = crate::batch::transactional(&idempotent(3, 0, -1, &["x"]), true);
