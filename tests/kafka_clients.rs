@@ -665,13 +665,22 @@ async fn kafka_python_admin_client_manages_topics_and_configs() {
     assert_eq!(v["validated"], json!({"adm-v": 0}));
     assert_eq!(v["listed"], json!(["adm", "adm2"]), "validate_only created nothing");
     assert_eq!(v["again"], "TopicAlreadyExistsError");
-    assert_eq!(v["compact"], "InvalidConfigurationError");
+    assert_eq!(v["compact"], json!({"adm-c": 0}));
+    assert_eq!(v["bad_policy"], "InvalidConfigurationError");
+    assert_eq!(
+        v["described_compacted"],
+        json!({"cleanup.policy": ["compact", dynamic], "min.cleanable.dirty.ratio": ["0.2", dynamic]})
+    );
     assert_eq!(v["partitions"], 3);
     assert_eq!(v["shrink"], "InvalidPartitionsError");
     assert_eq!(
         v["described"],
         json!({
             "cleanup.policy": ["delete", default],
+            "delete.retention.ms": ["86400000", default],
+            "max.compaction.lag.ms": [i64::MAX.to_string(), default],
+            "min.cleanable.dirty.ratio": ["0.5", default],
+            "min.compaction.lag.ms": ["0", default],
             "retention.bytes": ["-1", default],
             "retention.ms": ["60000", dynamic],
         })
@@ -723,7 +732,7 @@ async fn kafka_python_admin_client_manages_topics_and_configs() {
     );
     assert_eq!(v["group_offsets_after"], json!({}), "{v}");
     assert_eq!(v["deleted_again"], "GroupIdNotFoundError", "{v}");
-    assert_eq!(v["deleted"], json!({"adm": 0, "adm2": 0}));
+    assert_eq!(v["deleted"], json!({"adm": 0, "adm-c": 0, "adm2": 0}));
     assert_eq!(v["listed_after"], json!([]));
     // Over HTTP too: the topics are gone.
     let r = reqwest::get(format!("{}/v1/topics/adm", c.urls[0])).await.unwrap();

@@ -44,6 +44,11 @@ pub trait Topics: Send + Sync + 'static {
     /// this node's view has it now.
     fn partitions(&self, topic: &str) -> ApiResult<u32>;
 
+    /// A topic's configuration as this node's view has it now
+    /// (`topic_not_found` otherwise): what a front door checks records
+    /// against (a compacted topic's records need keys).
+    fn config(&self, topic: &str) -> ApiResult<TopicConfig>;
+
     /// [`Topics::partitions`] for a request naming the topic: a backend with
     /// a metadata log catches up with it before answering that the topic or
     /// partition does not exist (it may have just been created or grown

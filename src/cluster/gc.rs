@@ -248,7 +248,7 @@ async fn is_plain_segment(wal: &DynStore, key: &str) -> anyhow::Result<bool> {
 /// Trims only at chunk boundaries and never into the unflushed tail.
 pub fn retention_trims(view: &View, now_ms: i64) -> Vec<Command> {
     let mut out = Vec::new();
-    for topic in view.topics.values() {
+    for topic in view.topics.values().filter(|t| t.config.deletes()) {
         let by_time = topic.config.retention_ms.filter(|ms| *ms >= 0);
         let by_bytes = topic.config.retention_bytes.filter(|b| *b >= 0);
         if by_time.is_none() && by_bytes.is_none() {

@@ -49,6 +49,7 @@ pub fn policy(method: &str, path: &str) -> Option<Policy> {
         ("GET" | "POST", "/v1/topics") => Policy::Authenticated,
         ("GET", "/v1/topics/{topic}") => Policy::SeeTopic,
         ("DELETE", "/v1/topics/{topic}") => Policy::Topic(Op::Admin),
+        ("PATCH", "/v1/topics/{topic}/config") => Policy::Topic(Op::Admin),
         ("POST", "/v1/topics/{topic}/records" | "/v1/topics/{topic}/partitions/{partition}/records") => {
             Policy::Topic(Op::Write)
         }

@@ -7,7 +7,7 @@
 //! - [`error`]: [`ApiError`](crate::api::ApiError) → status + JSON body.
 //! - `guard`: before routing: an oversize `Content-Length`, a simple
 //!   cross-site `POST`, a path that is not UTF-8.
-//! - `topics`: create, list, describe, delete.
+//! - `topics`: create, list, describe, delete, alter a topic's config.
 //! - `records`: appends (JSON and raw) and reads with long poll; `records_in`
 //!   parses a JSON append body, `records_out` writes read answers; `encoding`:
 //!   record bytes in JSON as UTF-8 or base64.
@@ -45,7 +45,7 @@ pub(crate) mod tests;
 
 use crate::api::{ApiError, ErrorCode, Limits, Services};
 use axum::extract::DefaultBodyLimit;
-use axum::routing::{delete, get, post, MethodRouter};
+use axum::routing::{delete, get, patch, post, MethodRouter};
 use axum::Router;
 use error::HttpError;
 pub use records_in::RECORD_OVERHEAD;
@@ -75,6 +75,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("POST", "/v1/topics"),
     ("GET", "/v1/topics/{topic}"),
     ("DELETE", "/v1/topics/{topic}"),
+    ("PATCH", "/v1/topics/{topic}/config"),
     ("POST", "/v1/topics/{topic}/records"),
     ("POST", "/v1/topics/{topic}/partitions/{partition}/records"),
     ("GET", "/v1/topics/{topic}/partitions/{partition}/records"),
@@ -97,6 +98,7 @@ fn handler(method: &str, path: &str) -> MethodRouter<Shared> {
         ("POST", "/v1/topics") => post(topics::create),
         ("GET", "/v1/topics/{topic}") => get(topics::describe),
         ("DELETE", "/v1/topics/{topic}") => delete(topics::delete),
+        ("PATCH", "/v1/topics/{topic}/config") => patch(topics::alter_config),
         ("POST", "/v1/topics/{topic}/records") => post(records::append_to_topic),
         ("POST", "/v1/topics/{topic}/partitions/{partition}/records") => post(records::append_to_partition),
         ("GET", "/v1/topics/{topic}/partitions/{partition}/records") => get(records::read),

@@ -219,6 +219,19 @@ fn topic_paths() -> Value {
                 }
             }
         },
+        "/v1/topics/{topic}/config": {
+            "parameters": [topic_param()],
+            "patch": {
+                "summary": "Set some of a topic's config keys (null: back to the default), all or nothing",
+                "requestBody": { "required": true, "content": { "application/json": { "schema": { "$ref": "#/components/schemas/TopicConfig" } } } },
+                "responses": {
+                    "200": json_response("the topic with its new config", "TopicDescription"),
+                    "400": error_response("invalid_request"),
+                    "404": error_response("topic_not_found"),
+                    "503": error_response("unavailable")
+                }
+            }
+        },
         "/v1/topics/{topic}/records": {
             "parameters": [topic_param()],
             "post": {
@@ -385,8 +398,12 @@ fn topic_schemas() -> Value {
             "properties": {
                 "retention_ms": { "type": "integer", "nullable": true },
                 "retention_bytes": { "type": "integer", "nullable": true },
-                "cleanup_policy": { "type": "string", "enum": ["delete"], "nullable": true,
-                    "description": "omitted when not set; compaction is not supported" }
+                "cleanup_policy": { "type": "string", "enum": ["delete", "compact", "compact,delete"], "nullable": true,
+                    "description": "omitted when not set (delete); a compacted topic refuses records without a key" },
+                "min_compaction_lag_ms": { "type": "integer", "minimum": 0, "nullable": true },
+                "max_compaction_lag_ms": { "type": "integer", "minimum": 1, "nullable": true },
+                "min_cleanable_dirty_ratio": { "type": "number", "minimum": 0, "maximum": 1, "nullable": true },
+                "delete_retention_ms": { "type": "integer", "minimum": 0, "nullable": true }
             }
         },
         "CreateTopic": {

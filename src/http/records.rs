@@ -166,6 +166,21 @@ async fn append_groups(
     }
 }
 
+/// A compacted topic keeps the latest record of each key, so a record
+/// without one is refused (as Kafka refuses it with `INVALID_RECORD`) and
+/// nothing of the request is appended.
+fn require_keys<'a>(state: &Shared, topic: &str, records: impl IntoIterator<Item = &'a Record>) -> HttpResult<()> {
+    if !state.engine.topics.config(topic).is_ok_and(|c| c.compacts()) {
+        return Ok(());
+    }
+    match records.into_iter().position(|r| r.key.is_none()) {
+        Some(i) => Err(invalid(format!(
+            "records[{i}] has no key: topic {topic} is compacted (cleanup_policy) and keeps the latest record of each key"
+        ))),
+        None => Ok(()),
+    }
+}
+
 pub async fn append_to_topic(
     State(state): State<Shared>,
     Path(topic): Path<String>,
@@ -178,6 +193,7 @@ pub async fn append_to_topic(
     let enc = encoding(&params)?;
     let partitions = state.engine.topics.partitions_current(&topic).await?;
     let incoming = parse_body(&state, &headers, body, enc)?;
+    require_keys(&state, &topic, incoming.iter().map(|r| &r.record))?;
 
     // Place every record before appending any, grouping them by partition
     // and remembering each one's place in its group (for `offsets`).
@@ -282,6 +298,7 @@ pub async fn append_to_partition(
         return append_durable_forwarded(&state, &topic, p, write, &headers, body, enc).await;
     }
     let incoming = parse_body(&state, &headers, body, enc)?;
+    require_keys(&state, &topic, incoming.iter().map(|r| &r.record))?;
     let mut records = Vec::with_capacity(incoming.len());
     for (i, r) in incoming.into_iter().enumerate() {
         if let Some(other) = r.partition.filter(|other| *other != p) {

@@ -6,7 +6,7 @@ use super::Shared;
 use crate::api::{ApiError, ErrorCode};
 use crate::auth::Op;
 use crate::meta::view::validate_topic_name;
-use crate::meta::TopicConfig;
+use crate::meta::{ConfigUpdate, TopicConfig};
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Extension, Path, State};
@@ -32,12 +32,18 @@ struct CreateTopic {
 }
 
 /// The keys of `config` a client may set.
-const CONFIG_KEYS: [&str; 3] = ["retention_ms", "retention_bytes", "cleanup_policy"];
+const CONFIG_KEYS: [&str; 7] = [
+    "retention_ms",
+    "retention_bytes",
+    "cleanup_policy",
+    "min_compaction_lag_ms",
+    "max_compaction_lag_ms",
+    "min_cleanable_dirty_ratio",
+    "delete_retention_ms",
+];
 
-fn topic_config(config: Option<serde_json::Map<String, serde_json::Value>>) -> HttpResult<Option<TopicConfig>> {
-    let Some(config) = config else {
-        return Ok(None);
-    };
+/// Refuse a key a client may not set, by name.
+fn check_config_keys(config: &serde_json::Map<String, serde_json::Value>) -> HttpResult<()> {
     if config.contains_key("durable") {
         return Err(HttpError::new(
             ErrorCode::InvalidRequest,
@@ -50,9 +56,56 @@ fn topic_config(config: Option<serde_json::Map<String, serde_json::Value>>) -> H
             format!("config: unknown key {k:?}; expected {}", CONFIG_KEYS.join(", ")),
         ));
     }
-    serde_json::from_value(serde_json::Value::Object(config))
-        .map(Some)
-        .map_err(json_error)
+    Ok(())
+}
+
+fn topic_config(config: Option<serde_json::Map<String, serde_json::Value>>) -> HttpResult<Option<TopicConfig>> {
+    let Some(config) = config else {
+        return Ok(None);
+    };
+    check_config_keys(&config)?;
+    let config: TopicConfig = serde_json::from_value(serde_json::Value::Object(config)).map_err(json_error)?;
+    config.validate().map_err(ApiError::invalid)?;
+    Ok(Some(config))
+}
+
+/// The updates an alteration's body asks for, one per key it names
+/// (`null`: back to the default), in the order named.
+fn config_updates(config: serde_json::Map<String, serde_json::Value>) -> HttpResult<Vec<ConfigUpdate>> {
+    check_config_keys(&config)?;
+    let mut updates = Vec::with_capacity(config.len());
+    for (key, value) in config {
+        let one: TopicConfig = serde_json::from_value(json!({ key.as_str(): value })).map_err(json_error)?;
+        updates.push(match key.as_str() {
+            "retention_ms" => ConfigUpdate::RetentionMs(one.retention_ms),
+            "retention_bytes" => ConfigUpdate::RetentionBytes(one.retention_bytes),
+            "cleanup_policy" => ConfigUpdate::CleanupPolicy(one.cleanup_policy),
+            "min_compaction_lag_ms" => ConfigUpdate::MinCompactionLagMs(one.min_compaction_lag_ms),
+            "max_compaction_lag_ms" => ConfigUpdate::MaxCompactionLagMs(one.max_compaction_lag_ms),
+            "min_cleanable_dirty_ratio" => ConfigUpdate::MinCleanableDirtyRatio(one.min_cleanable_dirty_ratio),
+            _ => ConfigUpdate::DeleteRetentionMs(one.delete_retention_ms),
+        });
+    }
+    for u in &updates {
+        u.validate().map_err(|m| ApiError::invalid(format!("config.{m}")))?;
+    }
+    Ok(updates)
+}
+
+/// `PATCH /v1/topics/{topic}/config`: set the keys the body names (`null`
+/// puts one back to its default), leave the others; all or nothing.
+/// Answers the topic as `GET /v1/topics/{topic}` does.
+pub async fn alter_config(
+    State(state): State<Shared>,
+    Path(topic): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> HttpResult<impl IntoResponse> {
+    let body = body.map_err(body_error)?;
+    let config: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(&body).map_err(json_error)?;
+    let updates = config_updates(config)?;
+    state.engine.topics.alter_topic_config(&topic, updates).await?;
+    let _ = state.engine.cluster.sync_metadata().await;
+    Ok(Json(state.engine.topics.describe_topic(&topic)?))
 }
 
 /// Maps a body that could not be read (too large, broken connection).
@@ -100,17 +153,11 @@ pub async fn create(
         ));
     }
     let config = config.unwrap_or_default();
-    for (field, v) in [
-        ("retention_ms", config.retention_ms),
-        ("retention_bytes", config.retention_bytes),
+    for u in [
+        ConfigUpdate::RetentionMs(config.retention_ms),
+        ConfigUpdate::RetentionBytes(config.retention_bytes),
     ] {
-        if let Some(v) = v {
-            if v == 0 || v < -1 {
-                return Err(
-                    ApiError::invalid(format!("config.{field} must be positive or -1 (unlimited), got {v}")).into(),
-                );
-            }
-        }
+        u.validate().map_err(|m| ApiError::invalid(format!("config.{m}")))?;
     }
     let created = state
         .engine

@@ -4,10 +4,12 @@
 //! node the client asked (like the HTTP API); DescribeCluster answers from
 //! the view like Metadata.
 //!
-//! Topic configs are exactly `retention.ms`, `retention.bytes` and
-//! `cleanup.policy` (only `delete`: compaction is not implemented); any
-//! other key is `INVALID_CONFIG`, so a client learns at once that a setting
-//! it relies on does not exist here. There are no replicas: a replication
+//! Topic configs are exactly `retention.ms`, `retention.bytes`,
+//! `cleanup.policy` (`delete`, `compact`, `compact,delete`) and Kafka's
+//! compaction settings (`min.compaction.lag.ms`, `max.compaction.lag.ms`,
+//! `min.cleanable.dirty.ratio`, `delete.retention.ms`); any other key is
+//! `INVALID_CONFIG`, so a client learns at once that a setting it relies
+//! on does not exist here. There are no replicas: a replication
 //! factor of -1 or anything ≥ 1 is accepted and means nothing, and manual
 //! replica assignments are refused (placement is automatic).
 
@@ -17,7 +19,7 @@ use super::wire::{DecodeResult, Reader, Writer};
 use super::{broker_id, code, error_code, split_addr};
 use crate::api::{ApiError, ErrorCode, Services};
 use crate::meta::view::{validate_topic_name, MAX_PARTITIONS};
-use crate::meta::{CleanupPolicy, ConfigUpdate, TopicConfig};
+use crate::meta::{CleanupPolicy, ConfigUpdate, Ratio, TopicConfig};
 use std::collections::HashMap;
 
 /// Kafka error codes of the admin APIs.
@@ -135,14 +137,27 @@ pub(super) async fn request(
 const RETENTION_MS: &str = "retention.ms";
 const RETENTION_BYTES: &str = "retention.bytes";
 const CLEANUP_POLICY: &str = "cleanup.policy";
+const MIN_COMPACTION_LAG_MS: &str = "min.compaction.lag.ms";
+const MAX_COMPACTION_LAG_MS: &str = "max.compaction.lag.ms";
+const MIN_CLEANABLE_DIRTY_RATIO: &str = "min.cleanable.dirty.ratio";
+const DELETE_RETENTION_MS: &str = "delete.retention.ms";
 
-/// Every topic config, in the order DescribeConfigs lists them.
-const TOPIC_CONFIGS: [&str; 3] = [CLEANUP_POLICY, RETENTION_BYTES, RETENTION_MS];
+/// Every topic config, in the order DescribeConfigs lists them (Kafka's:
+/// by name).
+const TOPIC_CONFIGS: [&str; 7] = [
+    CLEANUP_POLICY,
+    DELETE_RETENTION_MS,
+    MAX_COMPACTION_LAG_MS,
+    MIN_CLEANABLE_DIRTY_RATIO,
+    MIN_COMPACTION_LAG_MS,
+    RETENTION_BYTES,
+    RETENTION_MS,
+];
 
 /// The update that sets Kafka config `name` to `value` (`None`: back to
 /// the default), or why it cannot be.
 pub fn parse_update(name: &str, value: Option<&str>) -> Result<ConfigUpdate, String> {
-    let limit = |value: Option<&str>| -> Result<Option<i64>, String> {
+    let long = |value: Option<&str>| -> Result<Option<i64>, String> {
         value
             .map(|v| {
                 v.trim()
@@ -152,17 +167,24 @@ pub fn parse_update(name: &str, value: Option<&str>) -> Result<ConfigUpdate, Str
             .transpose()
     };
     let update = match name {
-        RETENTION_MS => ConfigUpdate::RetentionMs(limit(value)?),
-        RETENTION_BYTES => ConfigUpdate::RetentionBytes(limit(value)?),
-        CLEANUP_POLICY => ConfigUpdate::CleanupPolicy(match value.map(str::trim) {
+        RETENTION_MS => ConfigUpdate::RetentionMs(long(value)?),
+        RETENTION_BYTES => ConfigUpdate::RetentionBytes(long(value)?),
+        CLEANUP_POLICY => ConfigUpdate::CleanupPolicy(match value {
             None => None,
-            Some("delete") => Some(CleanupPolicy::Delete),
-            Some(v) if v.contains("compact") => {
-                return Err(format!(
-                    "{CLEANUP_POLICY}={v} is not supported: Sluice does not compact topics (only \"delete\")"
-                ))
-            }
-            Some(v) => return Err(format!("{CLEANUP_POLICY} must be \"delete\", got {v:?}")),
+            Some(v) => Some(CleanupPolicy::parse(v).ok_or_else(|| {
+                format!("{CLEANUP_POLICY} must be \"delete\", \"compact\" or \"compact,delete\", got {v:?}")
+            })?),
+        }),
+        MIN_COMPACTION_LAG_MS => ConfigUpdate::MinCompactionLagMs(long(value)?),
+        MAX_COMPACTION_LAG_MS => ConfigUpdate::MaxCompactionLagMs(long(value)?),
+        DELETE_RETENTION_MS => ConfigUpdate::DeleteRetentionMs(long(value)?),
+        MIN_CLEANABLE_DIRTY_RATIO => ConfigUpdate::MinCleanableDirtyRatio(match value {
+            None => None,
+            Some(v) => Some(
+                (v.trim().parse::<f64>().ok())
+                    .and_then(Ratio::new)
+                    .ok_or_else(|| format!("{name} must be a number between 0 and 1, got {v:?}"))?,
+            ),
         }),
         other => {
             return Err(format!(
@@ -171,33 +193,50 @@ pub fn parse_update(name: &str, value: Option<&str>) -> Result<ConfigUpdate, Str
             ))
         }
     };
-    update
-        .validate()
-        .map_err(|_| format!("{name} must be positive or -1 (unlimited), got {}", value.unwrap_or("")))?;
+    update.validate().map_err(|why| {
+        // Named as the client named it, not as the stored field.
+        let field = name.replace('.', "_");
+        why.replace(&field, name)
+    })?;
     Ok(update)
 }
 
 /// A topic config's value as Kafka shows it: (value, explicitly set).
 fn config_value(config: &TopicConfig, name: &str) -> (String, bool) {
+    let long = |v: Option<i64>, default: i64| v.map_or((default.to_string(), false), |v| (v.to_string(), true));
     match name {
-        RETENTION_MS => config
-            .retention_ms
-            .map_or(("-1".into(), false), |v| (v.to_string(), true)),
-        RETENTION_BYTES => config
-            .retention_bytes
-            .map_or(("-1".into(), false), |v| (v.to_string(), true)),
-        _ => match config.cleanup_policy {
-            Some(CleanupPolicy::Delete) => ("delete".into(), true),
-            None => ("delete".into(), false),
-        },
+        RETENTION_MS => long(config.retention_ms, -1),
+        RETENTION_BYTES => long(config.retention_bytes, -1),
+        MIN_COMPACTION_LAG_MS => long(config.min_compaction_lag_ms, 0),
+        MAX_COMPACTION_LAG_MS => long(config.max_compaction_lag_ms, i64::MAX),
+        DELETE_RETENTION_MS => long(config.delete_retention_ms, TopicConfig::DEFAULT_DELETE_RETENTION_MS),
+        MIN_CLEANABLE_DIRTY_RATIO => (
+            config.min_cleanable_dirty_ratio().to_string(),
+            config.min_cleanable_dirty_ratio.is_some(),
+        ),
+        _ => config
+            .cleanup_policy
+            .map_or(("delete".into(), false), |p| (p.as_str().into(), true)),
     }
 }
 
 fn config_doc(name: &str) -> &'static str {
     match name {
-        RETENTION_MS => "How long records are kept, in milliseconds; -1 (the default) keeps them forever.",
-        RETENTION_BYTES => "How many bytes a partition keeps; -1 (the default) means no limit.",
-        _ => "Only \"delete\": old records go by retention. Compaction is not supported.",
+        RETENTION_MS => "How long records are kept, in milliseconds; -1 (the default) keeps them forever. Applies under \"delete\" and \"compact,delete\".",
+        RETENTION_BYTES => "How many bytes a partition keeps; -1 (the default) means no limit. Applies under \"delete\" and \"compact,delete\".",
+        MIN_COMPACTION_LAG_MS => "The least time a record stays uncompacted after it was written.",
+        MAX_COMPACTION_LAG_MS => "The most time a record may stay uncompacted, whatever the dirty ratio.",
+        MIN_CLEANABLE_DIRTY_RATIO => "The share of superseded bytes in the compactable part of a partition at which compaction starts.",
+        DELETE_RETENTION_MS => "How long a tombstone (a keyed record with no value) is kept once it can be compacted.",
+        _ => "\"delete\" (old records go by retention), \"compact\" (the latest record of each key is kept) or \"compact,delete\" (both). Records of a compacted topic must have keys.",
+    }
+}
+
+fn config_type_of(name: &str) -> i8 {
+    match name {
+        CLEANUP_POLICY => config_type::LIST,
+        MIN_CLEANABLE_DIRTY_RATIO => config_type::DOUBLE,
+        _ => config_type::LONG,
     }
 }
 
@@ -223,11 +262,7 @@ fn describe_entry(config: &TopicConfig, name: &str, synonyms: bool, docs: bool) 
         source,
         is_sensitive: false,
         synonyms: syn,
-        config_type: if name == CLEANUP_POLICY {
-            config_type::LIST
-        } else {
-            config_type::LONG
-        },
+        config_type: config_type_of(name),
         documentation: docs.then(|| config_doc(name).to_string()),
     }
 }
@@ -306,6 +341,7 @@ pub fn validate_creatable(t: &CreatableTopic) -> Result<(u32, TopicConfig), Fail
         let update = parse_update(name, value.as_deref()).map_err(|m| (acode::INVALID_CONFIG, m))?;
         config.apply(&update);
     }
+    config.validate().map_err(|m| (acode::INVALID_CONFIG, m))?;
     Ok((partitions, config))
 }
 
@@ -544,7 +580,11 @@ async fn alter_resource(
     match res.resource_type {
         resource::TOPIC => {
             let updates = topic_updates(&res.configs, incremental)?;
-            engine.topics.partitions(&res.name).map_err(failure)?;
+            let mut config = engine.topics.describe_topic(&res.name).map_err(failure)?.config;
+            for u in &updates {
+                config.apply(u);
+            }
+            config.validate().map_err(|m| (acode::INVALID_CONFIG, m))?;
             if validate_only {
                 return Ok(());
             }

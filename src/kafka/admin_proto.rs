@@ -82,6 +82,7 @@ pub mod source {
 /// A described config's type (`ConfigType`, DescribeConfigs v3).
 pub mod config_type {
     pub const LONG: i8 = 5;
+    pub const DOUBLE: i8 = 6;
     pub const LIST: i8 = 7;
 }
 

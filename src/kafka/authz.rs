@@ -213,6 +213,10 @@ impl Topics for Scoped<dyn Topics> {
         self.need_sight(topic)?;
         self.inner.partitions(topic)
     }
+    fn config(&self, topic: &str) -> ApiResult<TopicConfig> {
+        self.need_sight(topic)?;
+        self.inner.config(topic)
+    }
     async fn partitions_current(&self, topic: &str) -> ApiResult<u32> {
         self.need_sight(topic)?;
         self.inner.partitions_current(topic).await

@@ -65,6 +65,9 @@ pub fn encode_delete_records(w: &mut Writer, version: i16, topics: &[(String, Ve
     w.message(&resp, version)
 }
 
+/// Kafka's POLICY_VIOLATION.
+const POLICY_VIOLATION: i16 = 44;
+
 async fn delete_one(engine: &Services, topic: &str, partition: i32, offset: i64) -> Deleted {
     let fail = |error| (partition, -1, error);
     let Ok(p) = u32::try_from(partition) else {
@@ -77,6 +80,11 @@ async fn delete_one(engine: &Services, topic: &str, partition: i32, offset: i64)
             Err(_) => return fail(code::OFFSET_OUT_OF_RANGE),
         },
     };
+    // As Kafka: records of a topic that is only compacted are not deleted
+    // by offset (its `delete` policy is what allows it).
+    if engine.topics.config(topic).is_ok_and(|c| !c.deletes()) {
+        return fail(POLICY_VIOLATION);
+    }
     match engine.records.delete_before(topic, p, before).await {
         Ok(low) => (partition, i64::try_from(low.get()).unwrap_or(i64::MAX), code::NONE),
         Err(e) => fail(error_code(&e)),

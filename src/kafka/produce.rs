@@ -205,6 +205,9 @@ pub async fn produce_partition(
             ),
         );
     }
+    // A compacted topic keeps the latest record of each key: a record
+    // without one is refused, as Kafka refuses it.
+    let keyed = engine.topics.config(topic).is_ok_and(|c| c.compacts());
     let mut to_append = Vec::new();
     let mut sequenced = false;
     for batch in crate::batch::batches("produce", &records) {
@@ -237,6 +240,12 @@ pub async fn produce_partition(
                     return fail(
                         code::MESSAGE_TOO_LARGE,
                         format!("a {big}-byte record (limit {})", limits.max_record_bytes),
+                    );
+                }
+                if keyed && rs.iter().any(|(_, r)| r.key.is_none()) {
+                    return fail(
+                        code::INVALID_RECORD,
+                        format!("compacted topic {topic} cannot accept a record without a key (partition {partition})"),
                     );
                 }
             }

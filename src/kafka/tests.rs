@@ -616,6 +616,38 @@ async fn api_versions_advertises_exactly_what_is_implemented() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compacted_topic_refuses_a_batch_with_a_record_without_a_key() {
+    let node = node().await;
+    let engine = &node.services();
+    let config = crate::meta::TopicConfig {
+        cleanup_policy: Some(crate::meta::CleanupPolicy::Compact),
+        ..Default::default()
+    };
+    engine.topics.create_topic("kc", 1, config).await.unwrap();
+    wait_open(engine, "kc").await;
+    let produce = |batch: &[u8]| request(PRODUCE, 8, 2, &produce_body(-1, "kc", 0, batch));
+    let keyless = Record {
+        key: None,
+        ..record("", "v", 1)
+    };
+    let mixed = encode_batch(Offset(0), &[record("a", "1", 1), keyless]);
+    assert_eq!(
+        produce_answer(call(engine, produce(&mixed)).await).0,
+        code::INVALID_RECORD
+    );
+    let end = || engine.topics.describe_topic("kc").unwrap().partition_info[0].end_offset;
+    assert_eq!(end(), Offset(0), "nothing of the batch appended");
+    // An empty key is a key; a tombstone (no value) is fine.
+    let tombstone = Record {
+        value: None,
+        ..record("", "", 2)
+    };
+    let keyed = encode_batch(Offset(0), &[record("a", "1", 1), tombstone]);
+    assert_eq!(produce_answer(call(engine, produce(&keyed)).await), (0, 0));
+    assert_eq!(end(), Offset(2));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metadata_produce_fetch_and_list_offsets_over_a_node() {
     let node = node().await;
     let engine = &node.services();

@@ -5,7 +5,8 @@ use crate::ids::{HeartbeatCount, NodeEpoch, NodeId, Offset, StreamEpoch, StreamI
 use serde::{Deserialize, Serialize};
 
 /// Per-topic configuration (Kafka's `retention.ms`, `retention.bytes`,
-/// `cleanup.policy`). `None` is "not set": the default applies.
+/// `cleanup.policy` and its compaction settings). `None` is "not set": the
+/// default applies.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TopicConfig {
     #[serde(default)]
@@ -16,18 +17,106 @@ pub struct TopicConfig {
     /// omitted when not set so those stay readable by older nodes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cleanup_policy: Option<CleanupPolicy>,
+    /// Kafka's `min.compaction.lag.ms`: a record stays uncompacted at
+    /// least this long after it was written (default 0). The compaction
+    /// settings are omitted when not set, like `cleanup_policy`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_compaction_lag_ms: Option<i64>,
+    /// Kafka's `max.compaction.lag.ms`: a record is compacted at the latest
+    /// this long after it was written, whatever the dirty ratio (default:
+    /// no limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_compaction_lag_ms: Option<i64>,
+    /// Kafka's `min.cleanable.dirty.ratio`: compaction starts once this
+    /// share of the compactable bytes is superseded (default 0.5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_cleanable_dirty_ratio: Option<Ratio>,
+    /// Kafka's `delete.retention.ms`: how long a tombstone (a keyed record
+    /// with no value) is kept once it is compactable (default one day).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delete_retention_ms: Option<i64>,
     /// Set on topics created through the Durable Streams protocol (absent
     /// from everything else, so older entries and snapshots read as before).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub durable: Option<super::durable::DurableMeta>,
 }
 
-/// How old records go. Only deletion by retention exists; compaction is
-/// not implemented, so it has no variant.
+/// A ratio between 0 and 1, kept in millionths so that configs compare
+/// exactly; written as a JSON number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Ratio(u32);
+
+impl Ratio {
+    const SCALE: f64 = 1_000_000.0;
+
+    /// `value` when it is within 0..=1, rounded to a millionth.
+    pub fn new(value: f64) -> Option<Ratio> {
+        (0.0..=1.0)
+            .contains(&value)
+            .then(|| Ratio((value * Self::SCALE).round() as u32))
+    }
+
+    pub fn get(self) -> f64 {
+        f64::from(self.0) / Self::SCALE
+    }
+}
+
+impl Serialize for Ratio {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(self.get())
+    }
+}
+
+impl<'de> Deserialize<'de> for Ratio {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = f64::deserialize(d)?;
+        Ratio::new(v).ok_or_else(|| serde::de::Error::custom(format!("a ratio must be between 0 and 1, got {v}")))
+    }
+}
+
+/// How old records go: deleted by retention, compacted to the latest
+/// record of each key, or both (Kafka's `cleanup.policy`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
 pub enum CleanupPolicy {
+    #[serde(rename = "delete")]
     Delete,
+    #[serde(rename = "compact")]
+    Compact,
+    #[serde(rename = "compact,delete", alias = "delete,compact")]
+    CompactDelete,
+}
+
+impl CleanupPolicy {
+    /// Kafka's spelling: a list of `compact` and `delete`, in any order,
+    /// each at most once; `None` for anything else.
+    pub fn parse(list: &str) -> Option<CleanupPolicy> {
+        let mut items: Vec<&str> = list.split(',').map(str::trim).collect();
+        items.sort_unstable();
+        match items.as_slice() {
+            ["delete"] => Some(CleanupPolicy::Delete),
+            ["compact"] => Some(CleanupPolicy::Compact),
+            ["compact", "delete"] => Some(CleanupPolicy::CompactDelete),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CleanupPolicy::Delete => "delete",
+            CleanupPolicy::Compact => "compact",
+            CleanupPolicy::CompactDelete => "compact,delete",
+        }
+    }
+
+    /// Whether the topic keeps the latest record of each key.
+    pub fn compacts(self) -> bool {
+        !matches!(self, CleanupPolicy::Delete)
+    }
+
+    /// Whether retention deletes old records.
+    pub fn deletes(self) -> bool {
+        !matches!(self, CleanupPolicy::Compact)
+    }
 }
 
 /// One change to a topic's configuration: the field's new value, `None`
@@ -38,17 +127,27 @@ pub enum ConfigUpdate {
     RetentionMs(Option<i64>),
     RetentionBytes(Option<i64>),
     CleanupPolicy(Option<CleanupPolicy>),
+    MinCompactionLagMs(Option<i64>),
+    MaxCompactionLagMs(Option<i64>),
+    MinCleanableDirtyRatio(Option<Ratio>),
+    DeleteRetentionMs(Option<i64>),
     /// A change to a Durable Streams stream's state (ignored on other topics).
     Durable(super::durable::DurableUpdate),
 }
 
 impl ConfigUpdate {
-    /// Retention limits are -1 (unlimited) or positive, as over HTTP.
+    /// Retention limits are -1 (unlimited) or positive, as over HTTP; the
+    /// compaction lags and `delete_retention_ms` as Kafka bounds them.
     pub fn validate(&self) -> Result<(), String> {
         let (name, v) = match self {
             ConfigUpdate::RetentionMs(v) => ("retention_ms", v),
             ConfigUpdate::RetentionBytes(v) => ("retention_bytes", v),
-            ConfigUpdate::CleanupPolicy(_) | ConfigUpdate::Durable(_) => return Ok(()),
+            ConfigUpdate::MinCompactionLagMs(v) => return at_least("min_compaction_lag_ms", *v, 0),
+            ConfigUpdate::MaxCompactionLagMs(v) => return at_least("max_compaction_lag_ms", *v, 1),
+            ConfigUpdate::DeleteRetentionMs(v) => return at_least("delete_retention_ms", *v, 0),
+            ConfigUpdate::CleanupPolicy(_) | ConfigUpdate::MinCleanableDirtyRatio(_) | ConfigUpdate::Durable(_) => {
+                return Ok(())
+            }
         };
         match v {
             Some(v) if *v == 0 || *v < -1 => Err(format!("{name} must be positive or -1 (unlimited), got {v}")),
@@ -57,18 +156,77 @@ impl ConfigUpdate {
     }
 }
 
+fn at_least(name: &str, v: Option<i64>, min: i64) -> Result<(), String> {
+    match v {
+        Some(v) if v < min => Err(format!("{name} must be at least {min}, got {v}")),
+        _ => Ok(()),
+    }
+}
+
 impl TopicConfig {
+    /// Kafka's defaults for the compaction settings.
+    pub const DEFAULT_MIN_CLEANABLE_DIRTY_RATIO: f64 = 0.5;
+    pub const DEFAULT_DELETE_RETENTION_MS: i64 = 86_400_000;
+
     pub fn apply(&mut self, update: &ConfigUpdate) {
         match update {
             ConfigUpdate::RetentionMs(v) => self.retention_ms = *v,
             ConfigUpdate::RetentionBytes(v) => self.retention_bytes = *v,
             ConfigUpdate::CleanupPolicy(v) => self.cleanup_policy = *v,
+            ConfigUpdate::MinCompactionLagMs(v) => self.min_compaction_lag_ms = *v,
+            ConfigUpdate::MaxCompactionLagMs(v) => self.max_compaction_lag_ms = *v,
+            ConfigUpdate::MinCleanableDirtyRatio(v) => self.min_cleanable_dirty_ratio = *v,
+            ConfigUpdate::DeleteRetentionMs(v) => self.delete_retention_ms = *v,
             ConfigUpdate::Durable(u) => {
                 if let Some(d) = &mut self.durable {
                     d.apply(u);
                 }
             }
         }
+    }
+
+    /// The checks that span settings: a compaction lag range that is not
+    /// empty, and no compaction of a Durable Streams stream (its readers
+    /// count on dense offsets). Fields that predate these checks are left
+    /// to [`ConfigUpdate::validate`].
+    pub fn validate(&self) -> Result<(), String> {
+        for u in [
+            ConfigUpdate::MinCompactionLagMs(self.min_compaction_lag_ms),
+            ConfigUpdate::MaxCompactionLagMs(self.max_compaction_lag_ms),
+            ConfigUpdate::DeleteRetentionMs(self.delete_retention_ms),
+        ] {
+            u.validate()?;
+        }
+        if let (Some(min), Some(max)) = (self.min_compaction_lag_ms, self.max_compaction_lag_ms) {
+            if min > max {
+                return Err(format!(
+                    "min_compaction_lag_ms ({min}) must not be greater than max_compaction_lag_ms ({max})"
+                ));
+            }
+        }
+        if self.durable.is_some() && self.compacts() {
+            return Err("a Durable Streams stream cannot be compacted".into());
+        }
+        Ok(())
+    }
+
+    /// Whether the topic is compacted (`compact` or `compact,delete`):
+    /// its records must have keys.
+    pub fn compacts(&self) -> bool {
+        self.cleanup_policy.is_some_and(CleanupPolicy::compacts)
+    }
+
+    /// Whether retention applies (not under `compact` alone).
+    pub fn deletes(&self) -> bool {
+        self.cleanup_policy.is_none_or(CleanupPolicy::deletes)
+    }
+
+    pub fn min_cleanable_dirty_ratio(&self) -> f64 {
+        (self.min_cleanable_dirty_ratio).map_or(Self::DEFAULT_MIN_CLEANABLE_DIRTY_RATIO, Ratio::get)
+    }
+
+    pub fn delete_retention_ms(&self) -> i64 {
+        self.delete_retention_ms.unwrap_or(Self::DEFAULT_DELETE_RETENTION_MS)
     }
 }
 

@@ -32,6 +32,8 @@ pub mod view;
 pub mod writers;
 
 pub use client::{Meta, MetaConfig, MetaError};
-pub use command::{ChunkCommit, CleanupPolicy, Command, ConfigUpdate, IndexedChunk, Outcome, Rejection, TopicConfig};
+pub use command::{
+    ChunkCommit, CleanupPolicy, Command, ConfigUpdate, IndexedChunk, Outcome, Ratio, Rejection, TopicConfig,
+};
 pub use log::{AppendOutcome, DynLog, MetaLog};
 pub use view::{NodeRow, Proposer, StreamRow, StreamState, TopicRow, View};

@@ -483,6 +483,7 @@ impl View {
         if self.topics.contains_key(name) {
             return Err(Rejection::TopicExists(name.to_string()));
         }
+        config.validate().map_err(Rejection::Invalid)?;
         if let Some(fork) = config.durable.as_ref().and_then(|d| d.fork.as_ref()) {
             // A fork reads its source's records: the source must be a live
             // stream now, and cannot go (see `delete_topic`) while the fork is.
@@ -553,9 +554,12 @@ impl View {
         for u in updates {
             u.validate().map_err(Rejection::Invalid)?;
         }
+        let mut config = topic.config.clone();
         for u in updates {
-            topic.config.apply(u);
+            config.apply(u);
         }
+        config.validate().map_err(Rejection::Invalid)?;
+        topic.config = config;
         Ok(())
     }
 

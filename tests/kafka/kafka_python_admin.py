@@ -88,11 +88,13 @@ def main(bootstrap):
         out["again"] = "created"
     except TopicAlreadyExistsError:
         out["again"] = "TopicAlreadyExistsError"
+    compacted = {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.2"}
+    out["compact"] = errors(admin.create_topics({"adm-c": {"configs": compacted}}))
     try:
-        admin.create_topics({"adm-c": {"configs": {"cleanup.policy": "compact"}}})
-        out["compact"] = "created"
+        admin.create_topics({"adm-k": {"configs": {"cleanup.policy": "keep"}}})
+        out["bad_policy"] = "created"
     except InvalidConfigurationError:
-        out["compact"] = "InvalidConfigurationError"
+        out["bad_policy"] = "InvalidConfigurationError"
 
     admin.create_partitions({"adm": 3})
     admin.wait_for_topics(["adm"], timeout_ms=20000)
@@ -116,7 +118,8 @@ def main(bootstrap):
     topic = ConfigResource(ConfigResourceType.TOPIC, "adm", ["retention.ms"])
     out["reset"] = admin.reset_configs([topic])
     out["after_reset"] = configs(admin, "adm", "modified")
-    bad = ConfigResource(ConfigResourceType.TOPIC, "adm", {"cleanup.policy": "compact"})
+    out["described_compacted"] = configs(admin, "adm-c", "modified")
+    bad = ConfigResource(ConfigResourceType.TOPIC, "adm", {"cleanup.policy": "keep"})
     out["bad_alter"] = admin.alter_configs([bad])["topic"]["adm"].split(":")[0]
 
     cluster = admin.describe_cluster()
@@ -128,7 +131,7 @@ def main(bootstrap):
 
     producers_and_group_offsets(admin, bootstrap, out)
 
-    out["deleted"] = errors(admin.delete_topics(["adm", "adm2"]))
+    out["deleted"] = errors(admin.delete_topics(["adm", "adm2", "adm-c"]))
     out["listed_after"] = sorted(t for t in admin.list_topics() if t.startswith("adm"))
     admin.close()
     print(json.dumps(out, sort_keys=True))

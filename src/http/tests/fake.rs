@@ -248,6 +248,14 @@ impl Topics for FakeEngine {
             .ok_or_else(|| ApiError::new(ErrorCode::TopicNotFound, format!("no topic {topic}")))
     }
 
+    fn config(&self, topic: &str) -> ApiResult<TopicConfig> {
+        let topics = self.topics.lock().unwrap();
+        topics
+            .get(topic)
+            .map(|t| t.config.clone())
+            .ok_or_else(|| ApiError::new(ErrorCode::TopicNotFound, format!("no topic {topic}")))
+    }
+
     fn partition_bytes(&self, topic: &str) -> ApiResult<Vec<u64>> {
         // The fake keeps no bytes of its own: nothing is stored anywhere.
         Ok(vec![0; self.partitions(topic)? as usize])
@@ -265,8 +273,21 @@ impl Topics for FakeEngine {
         Err(unsupported("adding partitions"))
     }
 
-    async fn alter_topic_config(&self, _name: &str, _updates: Vec<ConfigUpdate>) -> ApiResult<TopicConfig> {
-        Err(unsupported("altering topic configs"))
+    /// As the view applies it: every update validated, then all applied
+    /// and the result checked as a whole.
+    async fn alter_topic_config(&self, name: &str, updates: Vec<ConfigUpdate>) -> ApiResult<TopicConfig> {
+        let mut topics = self.topics.lock().unwrap();
+        let t = topics
+            .get_mut(name)
+            .ok_or_else(|| ApiError::new(ErrorCode::TopicNotFound, format!("no topic {name}")))?;
+        let mut config = t.config.clone();
+        for u in &updates {
+            u.validate().map_err(ApiError::invalid)?;
+            config.apply(u);
+        }
+        config.validate().map_err(ApiError::invalid)?;
+        t.config = config.clone();
+        Ok(config)
     }
 }
 

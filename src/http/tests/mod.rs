@@ -1105,6 +1105,92 @@ async fn unknown_topic_config_keys_are_refused_by_name() {
 }
 
 #[tokio::test]
+async fn a_compacted_topic_is_configured_over_http_and_refuses_records_without_keys() {
+    let h = Harness::new();
+    let bad = [
+        json!({ "cleanup_policy": "keep" }),
+        json!({ "min_cleanable_dirty_ratio": 2.0 }),
+        json!({ "min_compaction_lag_ms": 10, "max_compaction_lag_ms": 5 }),
+        json!({ "delete_retention_ms": -1 }),
+    ];
+    for config in &bad {
+        let r = h.post("/v1/topics", json!({ "name": "k", "config": config })).await;
+        assert_eq!(r.status, StatusCode::BAD_REQUEST, "{config}: {}", r.body);
+    }
+    let r = h
+        .post(
+            "/v1/topics",
+            json!({ "name": "k", "partitions": 2, "config": { "cleanup_policy": "compact,delete", "delete_retention_ms": 0 } }),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+    assert_eq!(r.body["config"]["cleanup_policy"], "compact,delete");
+    // One record without a key: nothing of the request is appended.
+    let mixed = json!({ "records": [{ "key": "a", "value": "1" }, { "value": "2" }] });
+    for uri in ["/v1/topics/k/records", "/v1/topics/k/partitions/0/records"] {
+        let r = h.post(uri, mixed.clone()).await;
+        r.assert_error(400, "invalid_request");
+        assert!(r.message().contains("records[1] has no key"), "{}", r.message());
+    }
+    let read = h
+        .get("/v1/topics/k/partitions/0/records?isolation=read_uncommitted")
+        .await;
+    assert_eq!(read.body["records"], json!([]), "{}", read.body);
+    let keyed = json!({ "records": [{ "key": "a", "value": "1" }, { "key": "b", "value": null }] });
+    assert_eq!(
+        h.post("/v1/topics/k/partitions/0/records", keyed).await.status,
+        StatusCode::OK
+    );
+
+    // PATCH: set some keys, reset one, leave the rest; all or nothing.
+    let patch = |body: Value| {
+        Request::patch("/v1/topics/k/config")
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(body.to_string()))
+            .unwrap()
+    };
+    let r = h
+        .send(patch(
+            json!({ "min_cleanable_dirty_ratio": 0.2, "delete_retention_ms": null }),
+        ))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(r.body["config"]["min_cleanable_dirty_ratio"], 0.2);
+    assert_eq!(r.body["config"]["cleanup_policy"], "compact,delete", "kept");
+    assert!(r.body["config"].get("delete_retention_ms").is_none(), "{}", r.body);
+    for body in [
+        json!({ "cleanup_policy": "delete", "retention_ms": 0 }),
+        json!({ "compaction": true }),
+        json!({ "durable": {} }),
+        json!({ "min_compaction_lag_ms": "soon" }),
+    ] {
+        assert_eq!(
+            h.send(patch(body.clone())).await.status,
+            StatusCode::BAD_REQUEST,
+            "{body}"
+        );
+    }
+    let r = h.get("/v1/topics/k").await;
+    assert_eq!(r.body["config"]["cleanup_policy"], "compact,delete", "nothing changed");
+    // Back to delete: records without keys are taken again.
+    let r = h.send(patch(json!({ "cleanup_policy": "delete" }))).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.body);
+    assert_eq!(
+        h.post("/v1/topics/k/records", records(&["x"])).await.status,
+        StatusCode::OK
+    );
+    let r = h
+        .send(
+            Request::patch("/v1/topics/nope/config")
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from("{}"))
+                .unwrap(),
+        )
+        .await;
+    r.assert_error(404, "topic_not_found");
+}
+
+#[tokio::test]
 async fn simple_cross_site_posts_are_refused_and_real_clients_pass() {
     let h = Harness::new();
     let post = |ct: &str, origin: Option<&str>| {

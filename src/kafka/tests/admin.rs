@@ -259,7 +259,17 @@ fn described(r: Reader, version: i16) -> Vec<Described> {
 }
 
 /// (name, value, source) of a topic's configs, via DescribeConfigs v1.
+/// A topic's `cleanup.policy`, `retention.bytes` and `retention.ms` as
+/// DescribeConfigs v1 shows them (the compaction settings: see
+/// [`all_topic_configs`]).
 async fn topic_configs(engine: &Services, topic: &str) -> Vec<(String, String, i8)> {
+    let retention = ["cleanup.policy", "retention.bytes", "retention.ms"];
+    let mut all = all_topic_configs(engine, topic).await;
+    all.retain(|(name, _, _)| retention.contains(&name.as_str()));
+    all
+}
+
+async fn all_topic_configs(engine: &Services, topic: &str) -> Vec<(String, String, i8)> {
     let body = describe_configs_body(1, &[(resource::TOPIC, topic, None)], false, false);
     let d = described(admin_call(engine, DESCRIBE_CONFIGS, 1, &body).await, 1);
     assert_eq!(d[0].0, code::NONE);
@@ -853,7 +863,7 @@ async fn create_topics_creates_validates_and_refuses_with_kafka_codes() {
             retention_ms: Some(60000),
             retention_bytes: Some(-1),
             cleanup_policy: Some(CleanupPolicy::Delete),
-            durable: None,
+            ..TopicConfig::default()
         }
     );
     assert_eq!(
@@ -878,8 +888,16 @@ async fn create_topics_creates_validates_and_refuses_with_kafka_codes() {
         ("r0", 1, 0, &[]),
         ("r-2", 1, -2, &[]),
         ("unknown", 1, 1, &[("segment.bytes", Some("1"))]),
-        ("compact", 1, 1, &[("cleanup.policy", Some("compact"))]),
-        ("both", 1, 1, &[("cleanup.policy", Some("compact,delete"))]),
+        ("compact", 1, 1, &[("cleanup.policy", Some("compact,compact"))]),
+        (
+            "lags",
+            1,
+            1,
+            &[
+                ("min.compaction.lag.ms", Some("10")),
+                ("max.compaction.lag.ms", Some("5")),
+            ],
+        ),
         ("policy", 1, 1, &[("cleanup.policy", Some("keep"))]),
         ("nan", 1, 1, &[("retention.ms", Some("soon"))]),
         ("zero", 1, 1, &[("retention.bytes", Some("0"))]),
@@ -941,7 +959,7 @@ async fn create_topics_creates_validates_and_refuses_with_kafka_codes() {
     let retention = configs.iter().find(|c| c.name.as_str() == "retention.ms").unwrap();
     assert_eq!(retention.value.as_deref(), Some("5000"));
     assert_eq!(retention.config_source, source::DYNAMIC_TOPIC_CONFIG);
-    assert_eq!(configs.len(), 3);
+    assert_eq!(configs.len(), 7);
     assert_eq!(exists.error_code, acode::TOPIC_ALREADY_EXISTS);
     assert!(exists.topic_id.is_nil() && exists.error_message.is_some());
 }
@@ -1181,7 +1199,7 @@ async fn alter_configs_replaces_the_whole_config_and_refuses_unknown_keys() {
                     ("min.insync.replicas", SET, Some("2")),
                 ],
             ),
-            (resource::TOPIC, "c2", &[("cleanup.policy", SET, Some("compact"))]),
+            (resource::TOPIC, "c2", &[("cleanup.policy", SET, Some("keep"))]),
             (resource::TOPIC, "nope", &[("retention.ms", SET, Some("1"))]),
             (resource::TOPIC, "c", &[("retention.ms", SET, Some("-5"))]),
             (resource::BROKER, "1", &[("log.retention.ms", SET, Some("1"))]),
@@ -1288,7 +1306,15 @@ async fn incremental_alter_configs_sets_and_deletes_single_keys() {
             code::INVALID_REQUEST,
         ),
         (
-            &[("cleanup.policy", op::SET, Some("compact"))][..],
+            &[("cleanup.policy", op::SET, Some("compact,keep"))][..],
+            acode::INVALID_CONFIG,
+        ),
+        (
+            &[("min.cleanable.dirty.ratio", op::SET, Some("1.5"))][..],
+            acode::INVALID_CONFIG,
+        ),
+        (
+            &[("max.compaction.lag.ms", op::SET, Some("0"))][..],
             acode::INVALID_CONFIG,
         ),
         (&[("segment.ms", op::DELETE, None)][..], acode::INVALID_CONFIG),
@@ -1463,4 +1489,80 @@ async fn api_versions_advertises_the_admin_apis() {
     )
     .await;
     assert!(closed.is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compaction_settings_are_created_described_with_their_sources_and_reset() {
+    let node = node().await;
+    let engine = &node.services();
+    let configs: &[(&str, Option<&str>)] = &[
+        ("cleanup.policy", Some("compact,delete")),
+        ("min.cleanable.dirty.ratio", Some("0.1")),
+        ("delete.retention.ms", Some("1000")),
+    ];
+    let got = create_topics(engine, 4, &[("k", 1, 1, configs)], false).await;
+    assert_eq!(got, vec![("k".into(), 0, None)]);
+    let dynamic = source::DYNAMIC_TOPIC_CONFIG;
+    let default = source::DEFAULT_CONFIG;
+    assert_eq!(
+        all_topic_configs(engine, "k").await,
+        [
+            ("cleanup.policy".into(), "compact,delete".into(), dynamic),
+            ("delete.retention.ms".into(), "1000".into(), dynamic),
+            ("max.compaction.lag.ms".into(), i64::MAX.to_string(), default),
+            ("min.cleanable.dirty.ratio".into(), "0.1".into(), dynamic),
+            ("min.compaction.lag.ms".into(), "0".into(), default),
+            ("retention.bytes".into(), "-1".into(), default),
+            ("retention.ms".into(), "-1".into(), default),
+        ]
+    );
+    // The ratio is a DOUBLE, the policy a LIST.
+    let body = describe_configs_body(
+        3,
+        &[(
+            resource::TOPIC,
+            "k",
+            Some(&["min.cleanable.dirty.ratio", "cleanup.policy"]),
+        )],
+        false,
+        true,
+    );
+    let d = described(admin_call(engine, DESCRIBE_CONFIGS, 3, &body).await, 3);
+    let types: Vec<(String, i8)> = d[0].3.iter().map(|c| (c.name.clone(), c.config_type)).collect();
+    assert_eq!(
+        types,
+        [
+            ("cleanup.policy".into(), config_type::LIST),
+            ("min.cleanable.dirty.ratio".into(), config_type::DOUBLE),
+        ]
+    );
+    // Incremental: one lag set, the ratio back to its default.
+    let got = alter(
+        engine,
+        true,
+        &[(
+            resource::TOPIC,
+            "k",
+            &[
+                ("min.compaction.lag.ms", op::SET, Some("250")),
+                ("min.cleanable.dirty.ratio", op::DELETE, None),
+            ],
+        )],
+        false,
+    )
+    .await;
+    assert_eq!(got, [(0, None)]);
+    let all = all_topic_configs(engine, "k").await;
+    assert!(all.contains(&("min.compaction.lag.ms".into(), "250".into(), dynamic)));
+    assert!(all.contains(&("min.cleanable.dirty.ratio".into(), "0.5".into(), default)));
+    // A lag range that would be empty is refused, and changes nothing.
+    let got = alter(
+        engine,
+        true,
+        &[(resource::TOPIC, "k", &[("max.compaction.lag.ms", op::SET, Some("100"))])],
+        false,
+    )
+    .await;
+    assert_eq!(got[0].0, acode::INVALID_CONFIG, "{got:?}");
+    assert_eq!(all_topic_configs(engine, "k").await, all);
 }

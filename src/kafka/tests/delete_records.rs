@@ -209,3 +209,25 @@ async fn partitions_not_trimmed_within_the_timeout_answer_request_timed_out() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_topic_that_is_only_compacted_answers_policy_violation() {
+    use crate::meta::{CleanupPolicy, TopicConfig};
+    let s: Services = FakeEngine::new(FakeEngine::default_limits()).into();
+    for (name, policy) in [("c", CleanupPolicy::Compact), ("cd", CleanupPolicy::CompactDelete)] {
+        let config = TopicConfig {
+            cleanup_policy: Some(policy),
+            ..TopicConfig::default()
+        };
+        s.topics.create_topic(name, 1, config).await.unwrap();
+    }
+    for v in versions() {
+        assert_eq!(delete(&s, v, "c", 0, 5, 50).await, (-1, 44), "v{v}: POLICY_VIOLATION");
+        // With `delete` in the policy it is tried (the fake's trims never finish).
+        assert_eq!(
+            delete(&s, v, "cd", 0, 5, 50).await,
+            (-1, code::REQUEST_TIMED_OUT),
+            "v{v}"
+        );
+    }
+}

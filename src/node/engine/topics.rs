@@ -191,6 +191,15 @@ impl Topics for Node {
         self.current(|| self.describe_topic(name)).await
     }
 
+    fn config(&self, topic: &str) -> ApiResult<TopicConfig> {
+        self.meta
+            .view()
+            .topics
+            .get(topic)
+            .map(|t| t.config.clone())
+            .ok_or_else(|| ApiError::new(ErrorCode::TopicNotFound, format!("topic {topic:?} does not exist")))
+    }
+
     fn partitions(&self, topic: &str) -> ApiResult<u32> {
         self.meta
             .view()

@@ -133,7 +133,7 @@ fn alter_topic_config_sets_and_resets_keys_in_order() {
             retention_ms: Some(2000),
             retention_bytes: Some(-1),
             cleanup_policy: Some(CleanupPolicy::Delete),
-            durable: None,
+            ..TopicConfig::default()
         }
     );
     // Keys not named are kept; `None` goes back to the default.
@@ -199,7 +199,98 @@ fn topic_config_without_a_cleanup_policy_reads_and_writes_as_before() {
         r#"{"retention_ms":5,"retention_bytes":null,"cleanup_policy":"delete"}"#
     );
     assert_eq!(serde_json::from_str::<TopicConfig>(&json).unwrap(), set);
-    assert!(serde_json::from_str::<TopicConfig>(r#"{"cleanup_policy":"compact"}"#).is_err());
+    assert!(serde_json::from_str::<TopicConfig>(r#"{"cleanup_policy":"keep"}"#).is_err());
+}
+
+#[test]
+fn compaction_settings_are_written_only_when_set_and_read_in_kafka_spellings() {
+    let c: TopicConfig = serde_json::from_str(
+        r#"{"retention_ms":null,"retention_bytes":null,"cleanup_policy":"delete,compact",
+            "min_compaction_lag_ms":5,"min_cleanable_dirty_ratio":0.25}"#,
+    )
+    .unwrap();
+    assert_eq!(c.cleanup_policy, Some(CleanupPolicy::CompactDelete));
+    assert!(c.compacts() && c.deletes());
+    assert_eq!(c.min_cleanable_dirty_ratio(), 0.25);
+    assert_eq!(c.delete_retention_ms(), TopicConfig::DEFAULT_DELETE_RETENTION_MS);
+    assert_eq!(
+        serde_json::to_string(&c).unwrap(),
+        r#"{"retention_ms":null,"retention_bytes":null,"cleanup_policy":"compact,delete","min_compaction_lag_ms":5,"min_cleanable_dirty_ratio":0.25}"#
+    );
+    for bad in [
+        r#"{"min_cleanable_dirty_ratio":1.01}"#,
+        r#"{"min_cleanable_dirty_ratio":-0.1}"#,
+        r#"{"cleanup_policy":"compact,delete,compact"}"#,
+    ] {
+        assert!(serde_json::from_str::<TopicConfig>(bad).is_err(), "{bad}");
+    }
+    for (list, want) in [
+        ("compact", Some(CleanupPolicy::Compact)),
+        (" delete , compact", Some(CleanupPolicy::CompactDelete)),
+        ("delete", Some(CleanupPolicy::Delete)),
+        ("compact,compact", None),
+        ("", None),
+    ] {
+        assert_eq!(CleanupPolicy::parse(list), want, "{list:?}");
+    }
+    let compact = TopicConfig {
+        cleanup_policy: Some(CleanupPolicy::Compact),
+        ..TopicConfig::default()
+    };
+    assert!(compact.compacts() && !compact.deletes(), "retention does not apply");
+    assert!(TopicConfig::default().deletes() && !TopicConfig::default().compacts());
+}
+
+#[test]
+fn compaction_settings_are_checked_alone_and_together() {
+    let (mut h, e, _) = Harness::with_open_stream();
+    let ratio = |v| crate::meta::Ratio::new(v).unwrap();
+    let out = alter(
+        &mut h,
+        e,
+        "t",
+        vec![
+            ConfigUpdate::CleanupPolicy(Some(CleanupPolicy::Compact)),
+            ConfigUpdate::MinCompactionLagMs(Some(100)),
+            ConfigUpdate::MaxCompactionLagMs(Some(1000)),
+            ConfigUpdate::MinCleanableDirtyRatio(Some(ratio(0.1))),
+            ConfigUpdate::DeleteRetentionMs(Some(0)),
+        ],
+    );
+    assert_eq!(out, Outcome::Applied);
+    let before = h.view.topics["t"].config.clone();
+    assert_eq!(before.min_cleanable_dirty_ratio(), 0.1);
+    for bad in [
+        vec![ConfigUpdate::MinCompactionLagMs(Some(-1))],
+        vec![ConfigUpdate::MaxCompactionLagMs(Some(0))],
+        vec![ConfigUpdate::DeleteRetentionMs(Some(-5))],
+        // Each valid alone; the range they make is empty.
+        vec![ConfigUpdate::MinCompactionLagMs(Some(2000))],
+        vec![
+            ConfigUpdate::MaxCompactionLagMs(Some(50)),
+            ConfigUpdate::RetentionMs(Some(10)),
+        ],
+    ] {
+        assert!(
+            matches!(
+                alter(&mut h, e, "t", bad.clone()),
+                Outcome::Rejected(Rejection::Invalid(_))
+            ),
+            "{bad:?}"
+        );
+        assert_eq!(h.view.topics["t"].config, before, "all or nothing: {bad:?}");
+    }
+    // Moving both ends together is fine.
+    let out = alter(
+        &mut h,
+        e,
+        "t",
+        vec![
+            ConfigUpdate::MaxCompactionLagMs(Some(5000)),
+            ConfigUpdate::MinCompactionLagMs(Some(2000)),
+        ],
+    );
+    assert_eq!(out, Outcome::Applied);
 }
 
 #[test]
