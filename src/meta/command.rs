@@ -358,6 +358,18 @@ pub enum Command {
         stream: StreamId,
         new_start: Offset,
     },
+    /// Replace a run of a stream's chunks by their compacted rewrite
+    /// (`meta::compaction`). Applies only if the stream is still at
+    /// `stream_epoch` and `start`, and `replaced` is still, exactly, a run
+    /// of its chunks; `chunks` must tile the same offset range. A
+    /// compactor that read a stale view cannot apply it.
+    CompactChunks {
+        stream: StreamId,
+        stream_epoch: StreamEpoch,
+        start: Offset,
+        replaced: Vec<IndexedChunk>,
+        chunks: Vec<IndexedChunk>,
+    },
     /// Start moving an open stream to another live node.
     BeginTransfer {
         stream: StreamId,
@@ -457,6 +469,7 @@ impl Command {
             Command::BeginWalTakeover { .. } => "BeginWalTakeover",
             Command::FinishWalTakeover { .. } => "FinishWalTakeover",
             Command::TrimStream { .. } => "TrimStream",
+            Command::CompactChunks { .. } => "CompactChunks",
             Command::BeginTransfer { .. } => "BeginTransfer",
             Command::CompleteTransfer { .. } => "CompleteTransfer",
             Command::CancelTransfer { .. } => "CancelTransfer",

@@ -10,11 +10,14 @@
 //! - `producers`, `writers`: the idempotence state of Kafka producers and
 //!   Durable Streams writers, in the view and on each owner;
 //! - `durable`: the per-stream state of Durable Streams streams (in topic configs);
+//! - `compaction`: the rules of swapping a run of a stream's chunks for
+//!   their compacted rewrite;
 //! - `txn`: Kafka transactions' coordinator records and their transitions;
 //!   `txn_index`: one partition's open and aborted transactions, and its
 //!   last stable offset.
 pub mod client;
 pub mod command;
+pub mod compaction;
 pub mod conformance;
 pub mod durable;
 pub mod dynamo_log;

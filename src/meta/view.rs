@@ -335,6 +335,13 @@ impl View {
             Command::BeginWalTakeover { node, epoch } => self.begin_takeover(proposer, node, *epoch),
             Command::FinishWalTakeover { node, epoch, chunks } => self.finish_takeover(proposer, node, *epoch, chunks),
             Command::TrimStream { stream, new_start } => self.trim_stream(*stream, *new_start),
+            Command::CompactChunks {
+                stream,
+                stream_epoch,
+                start,
+                replaced,
+                chunks,
+            } => self.compact_chunks(*stream, *stream_epoch, *start, replaced, chunks),
             Command::BeginTransfer {
                 stream,
                 stream_epoch,
@@ -1138,6 +1145,28 @@ impl View {
         let row = self.live_row_mut(node, epoch)?;
         row.draining = true;
         Ok(())
+    }
+
+    /// See [`Command::CompactChunks`].
+    fn compact_chunks(
+        &mut self,
+        stream: StreamId,
+        stream_epoch: StreamEpoch,
+        start: Offset,
+        replaced: &[IndexedChunk],
+        chunks: &[IndexedChunk],
+    ) -> Result<(), Rejection> {
+        let row = self.stream_mut(stream)?;
+        if row.state == StreamState::Deleted {
+            return Err(Rejection::Precondition(format!("stream {stream} is deleted")));
+        }
+        if row.stream_epoch != stream_epoch || row.start != start {
+            return Err(Rejection::Precondition(format!(
+                "stream {stream} is at {} starting at {}, not {stream_epoch} starting at {start}",
+                row.stream_epoch, row.start
+            )));
+        }
+        super::compaction::swap(&mut row.chunks, replaced, chunks).map_err(Rejection::Precondition)
     }
 
     fn trim_stream(&mut self, stream: StreamId, new_start: Offset) -> Result<(), Rejection> {

@@ -839,6 +839,59 @@ fn trim_stream_past_the_committed_end_is_rejected() {
 }
 
 #[test]
+fn compact_chunks_swaps_only_what_the_compactor_read_at_its_epoch_and_start() {
+    let (mut h, e, s) = Harness::with_open_stream();
+    h.apply_as(
+        "n1",
+        Some(e.0),
+        Command::CommitObjects {
+            node: n("n1"),
+            epoch: e,
+            chunks: vec![chunk(s, 1, 0, 5), chunk(s, 1, 5, 9)],
+        },
+    );
+    let before = h.view.streams[&s].clone();
+    let compacted = IndexedChunk {
+        key: "data/compacted.obj".into(),
+        byte_end: 4,
+        ..chunk(s, 1, 0, 9).chunk
+    };
+    let swap = |se: u64, start: u64| Command::CompactChunks {
+        stream: s,
+        stream_epoch: StreamEpoch(se),
+        start: Offset(start),
+        replaced: before.chunks.clone(),
+        chunks: vec![compacted.clone()],
+    };
+    // A stale epoch or start changes nothing.
+    for cmd in [swap(2, 0), swap(1, 3)] {
+        assert!(rejected(&h.apply_as("n1", Some(e.0), cmd.clone())), "{cmd:?}");
+        assert_eq!(h.view.streams[&s], before);
+    }
+    assert_eq!(h.apply_as("n1", Some(e.0), swap(1, 0)), Outcome::Applied);
+    let row = &h.view.streams[&s];
+    assert_eq!(row.chunks, [compacted.clone()]);
+    assert_eq!(
+        (row.committed_end, row.start),
+        (Offset(9), Offset(0)),
+        "no offset moved"
+    );
+    // The same swap again names chunks no longer indexed.
+    assert!(rejected(&h.apply_as("n1", Some(e.0), swap(1, 0))));
+    assert_eq!(h.view.streams[&s].chunks, [compacted]);
+    // A deleted stream is not compacted.
+    h.apply_as("n1", Some(e.0), Command::DeleteTopic { name: "t".into() });
+    let cmd = Command::CompactChunks {
+        stream: s,
+        stream_epoch: StreamEpoch(1),
+        start: Offset(0),
+        replaced: vec![],
+        chunks: vec![],
+    };
+    assert!(rejected(&h.apply_as("n1", Some(e.0), cmd)));
+}
+
+#[test]
 fn the_view_round_trips_through_json() {
     let (h, _, _) = Harness::with_open_stream();
     let json = serde_json::to_vec(&h.view).unwrap();
