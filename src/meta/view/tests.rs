@@ -870,7 +870,7 @@ fn compact_chunks_swaps_only_what_the_compactor_read_at_its_epoch_and_start() {
     }
     assert_eq!(h.apply_as("n1", Some(e.0), swap(1, 0)), Outcome::Applied);
     let row = &h.view.streams[&s];
-    assert_eq!(row.chunks, [compacted.clone()]);
+    assert_eq!(row.chunks, std::slice::from_ref(&compacted));
     assert_eq!(
         (row.committed_end, row.start),
         (Offset(9), Offset(0)),
