@@ -98,29 +98,92 @@ impl BatchInfo {
 /// `i64::MAX`. All are caller bugs, not data errors.
 pub fn encode_batch(base_offset: Offset, records: &[Record]) -> Bytes {
     assert!(!records.is_empty(), "a record batch needs at least one record");
+    let last_delta = len_i32(records.len()) - 1;
+    let deltas = records.iter().enumerate().map(|(i, r)| (i as i32, r));
+    encode_with(base_offset, deltas, last_delta, &Identity::NONE)
+}
+
+/// What a batch rewritten by compaction keeps of its original: the
+/// producer's identity and sequence, whether it was transactional, and
+/// its partition leader epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Identity {
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub base_sequence: i32,
+    pub transactional: bool,
+    pub leader_epoch: i32,
+}
+
+impl Identity {
+    /// No producer, not transactional, leader epoch 0.
+    pub const NONE: Identity = Identity {
+        producer_id: -1,
+        producer_epoch: -1,
+        base_sequence: -1,
+        transactional: false,
+        leader_epoch: 0,
+    };
+}
+
+/// Encodes `records`, each at its own offset (increasing, possibly with
+/// gaps), as one uncompressed batch whose base offset is the first
+/// record's and whose last offset is `last`: what Kafka's log cleaner
+/// writes for the records of a batch it keeps, so the batch still ends
+/// where the original did.
+///
+/// # Panics
+/// If `records` is empty, its offsets do not increase, `last` is before
+/// the last record's offset, or the batch spans more than `i32::MAX`
+/// offsets (and as [`encode_batch`]). All are caller bugs.
+pub fn encode_batch_at(records: &[(Offset, Record)], last: Offset, identity: &Identity) -> Bytes {
+    let base = records.first().expect("a record batch needs at least one record").0;
+    let delta = |o: Offset| {
+        i32::try_from(o.get().checked_sub(base.get()).expect("offsets increase")).expect("a batch spans i32 offsets")
+    };
+    assert!(
+        records.windows(2).all(|w| w[0].0 < w[1].0),
+        "record offsets must increase"
+    );
+    let last_delta = delta(last);
+    assert!(
+        last_delta >= delta(records[records.len() - 1].0),
+        "the batch ends before its last record"
+    );
+    let deltas = records.iter().map(|(o, r)| (delta(*o), r));
+    encode_with(base, deltas, last_delta, identity)
+}
+
+fn encode_with<'a>(
+    base_offset: Offset,
+    records: impl ExactSizeIterator<Item = (i32, &'a Record)> + Clone,
+    last_delta: i32,
+    identity: &Identity,
+) -> Bytes {
     let count = i32::try_from(records.len()).expect("more than i32::MAX records");
-    let base_timestamp = records[0].timestamp_ms;
-    let max_timestamp = records.iter().map(|r| r.timestamp_ms).max().unwrap_or(0);
+    let base_timestamp = records.clone().next().map_or(0, |(_, r)| r.timestamp_ms);
+    let max_timestamp = records.clone().map(|(_, r)| r.timestamp_ms).max().unwrap_or(0);
+    let attributes = if identity.transactional { TRANSACTIONAL_FLAG } else { 0 };
 
     let mut out = BytesMut::with_capacity(BATCH_HEADER_LEN + 32 * records.len());
     out.put_i64(offset_to_i64(base_offset));
     out.put_i32(0); // batchLength, patched below
-    out.put_i32(0); // partitionLeaderEpoch
+    out.put_i32(identity.leader_epoch);
     out.put_i8(MAGIC);
     out.put_u32(0); // crc, patched below
-    out.put_i16(0); // attributes: no compression, CreateTime
-    out.put_i32(count - 1);
+    out.put_i16(attributes); // no compression, CreateTime
+    out.put_i32(last_delta);
     out.put_i64(base_timestamp);
     out.put_i64(max_timestamp);
-    out.put_i64(-1); // producerId
-    out.put_i16(-1); // producerEpoch
-    out.put_i32(-1); // baseSequence
+    out.put_i64(identity.producer_id);
+    out.put_i16(identity.producer_epoch);
+    out.put_i32(identity.base_sequence);
     out.put_i32(count);
 
     let mut body = Vec::new();
-    for (delta, record) in records.iter().enumerate() {
+    for (delta, record) in records {
         body.clear();
-        encode_record_body(&mut body, record, base_timestamp, delta as i32);
+        encode_record_body(&mut body, record, base_timestamp, delta);
         put_varint(&mut out, len_i32(body.len()));
         out.put_slice(&body);
     }
@@ -366,16 +429,16 @@ fn check_header(c: &Cursor<'_>, start: u64, info: &BatchInfo) -> Result<()> {
     if last > i64::MAX as u64 {
         return Err(c.error_at(at(23), "last offset overflows i64"));
     }
+    if info.record_count - 1 > info.last_offset_delta {
+        return Err(c.error_at(
+            at(23),
+            format!(
+                "last offset delta {} is too small for {} records",
+                info.last_offset_delta, info.record_count
+            ),
+        ));
+    }
     if info.compression == 0 {
-        if info.last_offset_delta != info.record_count - 1 {
-            return Err(c.error_at(
-                at(23),
-                format!(
-                    "last offset delta {} does not match {} records",
-                    info.last_offset_delta, info.record_count
-                ),
-            ));
-        }
         let room = (info.batch_len - BATCH_HEADER_LEN) / MIN_RECORD_LEN;
         if info.record_count as usize > room {
             return Err(c.error_at(
@@ -432,8 +495,10 @@ pub fn set_leader_epoch(batch: &mut [u8], epoch: i32) {
 /// the records are CRC-checked before they are interpreted. A compressed
 /// batch is decompressed first (bounded by [`codec::MAX_DECOMPRESSED`]).
 ///
-/// Offset deltas must be dense (0, 1, 2, ...): Sluice never compacts, so a
-/// gap means the batch was built wrongly.
+/// Offset deltas must increase and stay within the batch's last offset
+/// delta; they may skip offsets, as in a batch that compaction rewrote
+/// (what a producer sends is held to dense offsets by
+/// [`decode_producer_records`]).
 pub fn decode_records(object: &str, batch: &[u8]) -> Result<Vec<(Offset, Record)>> {
     let mut c = Cursor::new(object, batch);
     let header = parse_header(&mut c)?;
@@ -446,9 +511,7 @@ pub fn decode_records(object: &str, batch: &[u8]) -> Result<Vec<(Offset, Record)
     } else {
         decompressed = codec::decompress(info.compression, area, codec::MAX_DECOMPRESSED)
             .map_err(|e| c.error_at(records_at, e))?;
-        if info.last_offset_delta != info.record_count - 1
-            || info.record_count as usize > decompressed.len() / MIN_RECORD_LEN
-        {
+        if info.record_count as usize > decompressed.len() / MIN_RECORD_LEN {
             return Err(c.error_at(
                 records_at,
                 format!(
@@ -464,15 +527,40 @@ pub fn decode_records(object: &str, batch: &[u8]) -> Result<Vec<(Offset, Record)
     // parse_header bounded record_count by area.len() / MIN_RECORD_LEN.
     let mut out = Vec::with_capacity(info.record_count as usize);
     let log_append = header.attributes & TIMESTAMP_TYPE_LOG_APPEND != 0;
-    for i in 0..info.record_count {
-        let mut record = decode_record(&mut rc, i, info.first_timestamp)?;
+    let mut previous: Option<u32> = None;
+    for _ in 0..info.record_count {
+        let (delta, mut record) = decode_record(&mut rc, previous, info.last_offset_delta, info.first_timestamp)?;
         if log_append {
             record.timestamp_ms = info.max_timestamp;
         }
-        out.push((info.base_offset.plus(u64::from(i)), record));
+        out.push((info.base_offset.plus(u64::from(delta)), record));
+        previous = Some(delta);
     }
     rc.expect_end()?;
     Ok(out)
+}
+
+/// [`decode_records`] for a batch a producer sent: its offsets must also
+/// be dense (deltas 0, 1, 2, ... up to the last offset delta), as Kafka
+/// requires of every produced batch. Only a batch that compaction rewrote
+/// skips offsets.
+pub fn decode_producer_records(object: &str, batch: &[u8]) -> Result<Vec<(Offset, Record)>> {
+    let records = decode_records(object, batch)?;
+    let info = parse_batch(object, batch)?;
+    let dense = info.last_offset_delta as usize + 1 == records.len()
+        && (records.iter().enumerate()).all(|(i, (o, _))| *o == info.base_offset.plus(i as u64));
+    if !dense {
+        return Err(FormatError {
+            object: object.to_owned(),
+            offset: 23,
+            reason: format!(
+                "a produced batch must have dense offsets: {} records, last offset delta {}",
+                records.len(),
+                info.last_offset_delta
+            ),
+        });
+    }
+    Ok(records)
 }
 
 /// The first record of an uncompressed batch, without decoding the others
@@ -488,16 +576,17 @@ pub fn first_record(object: &str, batch: &[u8]) -> Result<Option<Record>> {
     let records_at = c.position();
     let area = c.bytes(info.batch_len - BATCH_HEADER_LEN)?;
     let mut rc = Cursor::at(object, area, records_at);
-    let mut record = decode_record(&mut rc, 0, info.first_timestamp)?;
+    let (_, mut record) = decode_record(&mut rc, None, info.last_offset_delta, info.first_timestamp)?;
     if header.attributes & TIMESTAMP_TYPE_LOG_APPEND != 0 {
         record.timestamp_ms = info.max_timestamp;
     }
     Ok(Some(record))
 }
 
-/// Decodes the length-prefixed record at the cursor, which must be the
-/// `index`th of its batch.
-fn decode_record(c: &mut Cursor<'_>, index: u32, base_timestamp: i64) -> Result<Record> {
+/// Decodes the length-prefixed record at the cursor, with its offset
+/// delta: past the `previous` record's, and at most the batch's last
+/// offset delta `last` (a compacted batch skips the removed records').
+fn decode_record(c: &mut Cursor<'_>, previous: Option<u32>, last: u32, base_timestamp: i64) -> Result<(u32, Record)> {
     let len_at = c.position();
     let len = read_varint(c)?;
     let len = match usize::try_from(len) {
@@ -517,19 +606,23 @@ fn decode_record(c: &mut Cursor<'_>, index: u32, base_timestamp: i64) -> Result<
     let timestamp_delta = read_varlong(&mut b)?;
     let delta_at = b.position();
     let offset_delta = read_varint(&mut b)?;
-    if i64::from(offset_delta) != i64::from(index) {
-        return Err(b.error_at(delta_at, format!("record {index} has offset delta {offset_delta}")));
+    let low = previous.map_or(0, |p| i64::from(p) + 1);
+    if !(low..=i64::from(last)).contains(&i64::from(offset_delta)) {
+        return Err(b.error_at(delta_at, format!("offset delta {offset_delta} outside {low}..={last}")));
     }
     let key = read_nullable(&mut b, "key")?;
     let value = read_nullable(&mut b, "value")?;
     let headers = read_headers(&mut b)?;
     b.expect_end()?;
-    Ok(Record {
-        timestamp_ms: base_timestamp.wrapping_add(timestamp_delta),
-        key,
-        value,
-        headers,
-    })
+    Ok((
+        offset_delta as u32,
+        Record {
+            timestamp_ms: base_timestamp.wrapping_add(timestamp_delta),
+            key,
+            value,
+            headers,
+        },
+    ))
 }
 
 fn read_headers(c: &mut Cursor<'_>) -> Result<Vec<(String, Option<Bytes>)>> {
@@ -822,6 +915,81 @@ mod tests {
     }
 
     #[test]
+    fn a_compacted_batch_keeps_its_records_offsets_identity_and_end() {
+        let records = sample_records();
+        let kept = vec![
+            (Offset(100), records[0].clone()),
+            (Offset(103), records[1].clone()),
+            (Offset(104), records[2].clone()),
+        ];
+        let identity = Identity {
+            producer_id: 9,
+            producer_epoch: 2,
+            base_sequence: 40,
+            transactional: true,
+            leader_epoch: 7,
+        };
+        let b = encode_batch_at(&kept, Offset(107), &identity);
+        let info = parse_batch("b", &b).unwrap();
+        assert_eq!(
+            (info.base_offset, info.end_offset(), info.record_count),
+            (Offset(100), Offset(108), 3)
+        );
+        assert_eq!((info.producer_id, info.producer_epoch, info.base_sequence), (9, 2, 40));
+        assert!(info.is_transactional && !info.is_control);
+        assert_eq!(i32::from_be_bytes(b[12..16].try_into().unwrap()), 7, "leader epoch");
+        assert_eq!(decode_records("b", &b).unwrap(), kept);
+        assert_eq!(first_record("b", &b).unwrap(), Some(records[0].clone()));
+        // A producer may not send it: its offsets are not dense.
+        let err = decode_producer_records("b", &b).unwrap_err();
+        assert!(err.reason.contains("dense"), "{err}");
+        // Dense batches are a producer's, and read back the same either way.
+        let dense = encode_batch(Offset(5), &records);
+        assert_eq!(
+            decode_producer_records("b", &dense).unwrap(),
+            decode_records("b", &dense).unwrap()
+        );
+        // So is one whose last offset delta runs past its last record.
+        let mut longer = dense.to_vec();
+        longer[23..27].copy_from_slice(&5i32.to_be_bytes());
+        resign(&mut longer);
+        assert_eq!(parse_batch("b", &longer).unwrap().end_offset(), Offset(11));
+        assert!(decode_records("b", &longer).is_ok());
+        assert!(decode_producer_records("b", &longer).is_err());
+    }
+
+    #[test]
+    fn record_offset_deltas_must_increase_within_the_batch() {
+        let records = sample_records();
+        for deltas in [[0, 0, 1], [1, 0, 2], [0, 2, 6], [-1, 0, 1]] {
+            // Hand-built: the deltas as given, last offset delta 5.
+            let mut out = BytesMut::new();
+            let base_ts = records[0].timestamp_ms;
+            let mut body = Vec::new();
+            for (d, r) in deltas.iter().zip(&records) {
+                body.clear();
+                encode_record_body(&mut body, r, base_ts, *d);
+                put_varint(&mut out, len_i32(body.len()));
+                out.put_slice(&body);
+            }
+            let mut b = encode_batch_at(
+                &[(Offset(0), records[0].clone()), (Offset(5), records[1].clone())],
+                Offset(5),
+                &Identity::NONE,
+            )
+            .to_vec();
+            b.truncate(BATCH_HEADER_LEN);
+            b.extend_from_slice(&out);
+            let len = len_i32(b.len() - LOG_OVERHEAD);
+            b[8..12].copy_from_slice(&len.to_be_bytes());
+            b[57..61].copy_from_slice(&3i32.to_be_bytes());
+            resign(&mut b);
+            let err = decode_records("b", &b).unwrap_err();
+            assert!(err.reason.contains("offset delta"), "{deltas:?}: {err}");
+        }
+    }
+
+    #[test]
     fn rejects_wrong_magic() {
         let mut batch = encode_batch(Offset(0), &sample_records()).to_vec();
         batch[MAGIC_OFFSET] = 1;
@@ -843,7 +1011,7 @@ mod tests {
             (57, 0, "at least 1"),
             (57, -1, "at least 1"),
             (57, i32::MAX, "last offset delta"),
-            (23, 5, "last offset delta 5"),
+            (23, 1, "last offset delta 1"),
             (23, -1, "negative"),
         ] {
             let err = parse_batch("b", &with(at, value)).unwrap_err();

@@ -230,7 +230,7 @@ pub async fn produce_partition(
             };
             return fail(code::INVALID_REQUEST, why.into());
         }
-        match crate::batch::decode_records("produce", raw) {
+        match crate::batch::decode_producer_records("produce", raw) {
             Ok(rs) => {
                 if let Some(big) = rs
                     .iter()
