@@ -490,6 +490,17 @@ pub fn set_leader_epoch(batch: &mut [u8], epoch: i32) {
     batch[LEADER_EPOCH_OFFSET..LEADER_EPOCH_OFFSET + 4].copy_from_slice(&epoch.to_be_bytes());
 }
 
+/// The batch's partition leader epoch.
+///
+/// # Panics
+/// If `batch` is shorter than its first 16 bytes.
+pub fn leader_epoch(batch: &[u8]) -> i32 {
+    let b: [u8; 4] = batch[LEADER_EPOCH_OFFSET..LEADER_EPOCH_OFFSET + 4]
+        .try_into()
+        .expect("four bytes");
+    i32::from_be_bytes(b)
+}
+
 /// Decodes every record of the batch at the start of `batch`, with its
 /// absolute offset. The header is validated as by [`parse_batch`] first, so
 /// the records are CRC-checked before they are interpreted. A compressed

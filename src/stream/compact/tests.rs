@@ -1,0 +1,169 @@
+use super::*;
+use crate::batch::marker::{encode_marker, Marker};
+use crate::batch::{encode_batch, parse_batch, transactional, with_producer};
+
+fn rec(key: &str, value: Option<&str>, ts: i64) -> Record {
+    Record {
+        timestamp_ms: ts,
+        key: Some(Bytes::copy_from_slice(key.as_bytes())),
+        value: value.map(|v| Bytes::copy_from_slice(v.as_bytes())),
+        headers: vec![],
+    }
+}
+
+/// Every kept record with its offset, in order.
+fn records_of(r: &Rewrite) -> Vec<(u64, String, Option<String>)> {
+    (r.batches.iter())
+        .filter(|b| !parse_batch("t", b).unwrap().is_control)
+        .flat_map(|b| decode_records("t", b).unwrap())
+        .map(|(o, r)| {
+            let s = |b: Option<Bytes>| b.map(|b| String::from_utf8(b.to_vec()).unwrap());
+            (o.get(), s(r.key).unwrap(), s(r.value))
+        })
+        .collect()
+}
+
+fn concat(batches: &[Bytes]) -> Bytes {
+    batches.concat().into()
+}
+
+#[test]
+fn each_key_keeps_its_latest_record_at_its_offset() {
+    let data = concat(&[
+        encode_batch(
+            Offset(0),
+            &[rec("a", Some("1"), 1), rec("b", Some("1"), 1), rec("a", Some("2"), 2)],
+        ),
+        encode_batch(Offset(3), &[rec("c", Some("1"), 3), rec("b", Some("2"), 3)]),
+        encode_batch(Offset(5), &[rec("a", Some("3"), 4)]),
+    ]);
+    let r = rewrite("t", &[data.clone()], &Rules::default()).unwrap();
+    assert_eq!(
+        records_of(&r),
+        [
+            (3, "c".into(), Some("1".into())),
+            (4, "b".into(), Some("2".into())),
+            (5, "a".into(), Some("3".into())),
+        ]
+    );
+    assert_eq!((r.records_in, r.records_out), (6, 3));
+    assert_eq!(r.bytes_in, data.len() as u64);
+    assert!(r.bytes_out < r.bytes_in);
+    // The first batch lost every record and went; the second is whole and
+    // kept byte for byte, as is the third.
+    assert_eq!(r.batches.len(), 2);
+    assert_eq!(
+        r.batches[0],
+        data.slice(data.len() - r.bytes_out as usize..data.len() - r.batches[1].len())
+    );
+    // Compacting again changes nothing.
+    let again = rewrite("t", &[concat(&r.batches)], &Rules::default()).unwrap();
+    assert_eq!(again.batches, r.batches);
+}
+
+#[test]
+fn a_partly_kept_batch_keeps_its_producer_epoch_and_end() {
+    let b = with_producer(
+        &encode_batch(
+            Offset(10),
+            &[rec("a", Some("1"), 1), rec("b", Some("1"), 1), rec("a", Some("2"), 2)],
+        ),
+        7,
+        3,
+        100,
+    );
+    let mut b = b.to_vec();
+    crate::batch::set_leader_epoch(&mut b, 4);
+    let r = rewrite("t", &[Bytes::from(b)], &Rules::default()).unwrap();
+    assert_eq!(r.batches.len(), 1);
+    let info = parse_batch("t", &r.batches[0]).unwrap();
+    assert_eq!(
+        (info.base_offset, info.end_offset()),
+        (Offset(11), Offset(13)),
+        "starts at b, ends where it did"
+    );
+    assert_eq!((info.producer_id, info.producer_epoch, info.base_sequence), (7, 3, 100));
+    assert_eq!(leader_epoch(&r.batches[0]), 4);
+    assert_eq!(
+        records_of(&r),
+        [(11, "b".into(), Some("1".into())), (12, "a".into(), Some("2".into()))]
+    );
+}
+
+#[test]
+fn tombstones_stay_until_the_horizon_and_then_take_their_key() {
+    let data = encode_batch(
+        Offset(0),
+        &[
+            rec("a", Some("1"), 10),
+            rec("b", Some("1"), 10),
+            rec("a", None, 20),
+            rec("b", None, 40),
+        ],
+    );
+    let at = |horizon| {
+        let rules = Rules {
+            tombstones_before_ms: horizon,
+            ..Rules::default()
+        };
+        records_of(&rewrite("t", &[data.clone()], &rules).unwrap())
+    };
+    assert_eq!(
+        at(0),
+        [(2, "a".into(), None), (3, "b".into(), None)],
+        "both tombstones kept"
+    );
+    assert_eq!(at(30), [(3, "b".into(), None)], "a's tombstone is past the horizon");
+    assert!(at(41).is_empty(), "both keys are gone, their values with them");
+}
+
+#[test]
+fn aborted_records_go_and_markers_stay() {
+    let txn = |base: u64, values: &[(&str, &str)], pid: i64| {
+        let records: Vec<Record> = values.iter().map(|(k, v)| rec(k, Some(v), 1)).collect();
+        transactional(&with_producer(&encode_batch(Offset(base), &records), pid, 0, 0), false)
+    };
+    let mut commit = encode_marker(1, 0, Marker::Commit, 0, 1).to_vec();
+    crate::batch::set_base_offset(&mut commit, Offset(2));
+    let mut abort = encode_marker(2, 0, Marker::Abort, 0, 1).to_vec();
+    crate::batch::set_base_offset(&mut abort, Offset(4));
+    let data = concat(&[
+        txn(0, &[("a", "committed"), ("b", "committed")], 1),
+        Bytes::from(commit.clone()),
+        txn(3, &[("a", "aborted")], 2),
+        Bytes::from(abort.clone()),
+    ]);
+    let rules = Rules {
+        aborted: vec![Aborted {
+            producer_id: 2,
+            first: Offset(3),
+            marker: Offset(4),
+        }],
+        ..Rules::default()
+    };
+    let r = rewrite("t", &[data], &rules).unwrap();
+    assert_eq!(
+        records_of(&r),
+        [
+            (0, "a".into(), Some("committed".into())),
+            (1, "b".into(), Some("committed".into()))
+        ],
+        "the aborted value of a does not supersede the committed one"
+    );
+    let controls: Vec<Bytes> = (r.batches.iter())
+        .filter(|b| parse_batch("t", b).unwrap().is_control)
+        .cloned()
+        .collect();
+    assert_eq!(controls, [Bytes::from(commit), Bytes::from(abort)]);
+}
+
+#[test]
+fn a_run_spanning_chunks_is_compacted_as_one_and_bad_data_is_an_error() {
+    let one = encode_batch(Offset(0), &[rec("a", Some("1"), 1)]);
+    let two = encode_batch(Offset(1), &[rec("a", Some("2"), 2)]);
+    let r = rewrite("t", &[one, two.clone()], &Rules::default()).unwrap();
+    assert_eq!(r.batches, [two.clone()]);
+    let mut broken = two.to_vec();
+    *broken.last_mut().unwrap() ^= 1;
+    assert!(rewrite("t", &[Bytes::from(broken)], &Rules::default()).is_err());
+}
