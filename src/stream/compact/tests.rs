@@ -37,7 +37,7 @@ fn each_key_keeps_its_latest_record_at_its_offset() {
         encode_batch(Offset(3), &[rec("c", Some("1"), 3), rec("b", Some("2"), 3)]),
         encode_batch(Offset(5), &[rec("a", Some("3"), 4)]),
     ]);
-    let r = rewrite("t", &[data.clone()], &Rules::default()).unwrap();
+    let r = rewrite("t", std::slice::from_ref(&data), &Rules::default()).unwrap();
     assert_eq!(
         records_of(&r),
         [
@@ -106,7 +106,7 @@ fn tombstones_stay_until_the_horizon_and_then_take_their_key() {
             tombstones_before_ms: horizon,
             ..Rules::default()
         };
-        records_of(&rewrite("t", &[data.clone()], &rules).unwrap())
+        records_of(&rewrite("t", std::slice::from_ref(&data), &rules).unwrap())
     };
     assert_eq!(
         at(0),
@@ -162,7 +162,7 @@ fn a_run_spanning_chunks_is_compacted_as_one_and_bad_data_is_an_error() {
     let one = encode_batch(Offset(0), &[rec("a", Some("1"), 1)]);
     let two = encode_batch(Offset(1), &[rec("a", Some("2"), 2)]);
     let r = rewrite("t", &[one, two.clone()], &Rules::default()).unwrap();
-    assert_eq!(r.batches, [two.clone()]);
+    assert_eq!(r.batches, std::slice::from_ref(&two));
     let mut broken = two.to_vec();
     *broken.last_mut().unwrap() ^= 1;
     assert!(rewrite("t", &[Bytes::from(broken)], &Rules::default()).is_err());
