@@ -226,6 +226,16 @@ pub struct ServeArgs {
     #[arg(long, env = "SLUICE_GC_GRACE_SEC", default_value_t = 3600)]
     pub gc_grace_sec: u64,
 
+    /// Seconds between a node's looks at the compacted streams it owns
+    /// (0: never compact).
+    #[arg(long, env = "SLUICE_COMPACTION_INTERVAL_SEC", default_value_t = 30)]
+    pub compaction_interval_sec: u64,
+
+    /// Bytes per second of data objects a node's compactor reads at most
+    /// (it pauses after each run for as long as the run's input needs).
+    #[arg(long, env = "SLUICE_COMPACTION_BYTES_PER_SEC", default_value_t = 32 << 20)]
+    pub compaction_bytes_per_sec: u64,
+
     /// Log line format: text or json.
     #[arg(long, env = "SLUICE_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
     pub log_format: String,
@@ -306,6 +316,8 @@ pub struct Config {
     pub max_concurrent_transfers: usize,
     pub gc_interval: Duration,
     pub gc_grace: Duration,
+    pub compaction_interval: Duration,
+    pub compaction_bytes_per_sec: u64,
     pub log_format: String,
     /// `--auth on`.
     pub auth: bool,
@@ -564,6 +576,8 @@ impl ServeArgs {
             max_concurrent_transfers: self.max_concurrent_transfers,
             gc_interval: Duration::from_secs(self.gc_interval_sec),
             gc_grace: Duration::from_secs(self.gc_grace_sec),
+            compaction_interval: Duration::from_secs(self.compaction_interval_sec),
+            compaction_bytes_per_sec: self.compaction_bytes_per_sec.max(1),
             log_format: self.log_format.clone(),
             auth,
             admin_token,

@@ -336,6 +336,7 @@ mod tests {
                 chunks: Vec::new(),
                 producers: Default::default(),
                 epoch_starts: Vec::new(),
+                compacted_end: Offset(0),
             },
         );
         view

@@ -100,6 +100,15 @@ pub struct StreamRow {
     /// Kafka leader-epoch history, for OffsetForLeaderEpoch).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub epoch_starts: Vec<(StreamEpoch, Offset)>,
+    /// Where the last compaction of the stream ended: the chunks below
+    /// hold each key once (as of then), those above are dirty. Zero for a
+    /// stream never compacted (and absent from entries and snapshots then).
+    #[serde(default, skip_serializing_if = "is_zero_offset")]
+    pub compacted_end: Offset,
+}
+
+fn is_zero_offset(o: &Offset) -> bool {
+    *o == Offset::ZERO
 }
 
 /// Stream epochs remembered in [`StreamRow::epoch_starts`].
@@ -142,6 +151,7 @@ impl StreamRow {
             chunks: Vec::new(),
             producers: ProducerTable::default(),
             epoch_starts: Vec::new(),
+            compacted_end: Offset::ZERO,
         }
     }
 }
@@ -1166,7 +1176,10 @@ impl View {
                 row.stream_epoch, row.start
             )));
         }
-        super::compaction::swap(&mut row.chunks, replaced, chunks).map_err(Rejection::Precondition)
+        super::compaction::swap(&mut row.chunks, replaced, chunks).map_err(Rejection::Precondition)?;
+        let end = replaced.last().map_or(Offset::ZERO, |c| c.end);
+        row.compacted_end = row.compacted_end.max(end);
+        Ok(())
     }
 
     fn trim_stream(&mut self, stream: StreamId, new_start: Offset) -> Result<(), Rejection> {

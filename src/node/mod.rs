@@ -4,11 +4,12 @@
 //!
 //! Where each loop lives: [`heartbeat`] (liveness), [`reconcile`] (open and
 //! drop streams as the view says), [`flusher`] (upload buffered records),
-//! [`handoff`] (release a stream for a transfer or a close), [`shutdown`]
+//! [`compactor`] (compact the compacted streams it owns), [`handoff`] (release a stream for a transfer or a close), [`shutdown`]
 //! (clean shutdown, and stopping once fenced); the lease holder's duties are
 //! in [`crate::cluster`], which reaches the node only through
 //! [`crate::cluster::Context`] ([`control`]).
 
+pub mod compactor;
 mod control;
 mod engine;
 pub mod flusher;
@@ -197,6 +198,7 @@ impl Node {
             tokio::spawn(crate::cluster::holder::run(node.clone()).instrument(span.clone())),
             tokio::spawn(crate::cluster::gc::run(node.clone()).instrument(span.clone())),
             tokio::spawn(flusher::run(node.clone()).instrument(span.clone())),
+            tokio::spawn(compactor::run(node.clone()).instrument(span.clone())),
             tokio::spawn(flusher::truncate_loop(node.clone()).instrument(span.clone())),
             tokio::spawn(shutdown::watch_wal_fence(node.clone()).instrument(span.clone())),
             tokio::spawn({

@@ -23,6 +23,7 @@ use crate::batch::{batches, decode_records, encode_batch_at, leader_epoch, Ident
 use crate::format::FormatError;
 use crate::ids::Offset;
 use crate::meta::txn_index::Aborted;
+use crate::meta::{IndexedChunk, TopicConfig};
 use bytes::Bytes;
 use std::collections::HashMap;
 
@@ -111,6 +112,68 @@ pub fn rewrite(object: &str, data: &[Bytes], rules: &Rules) -> Result<Rewrite, F
     }
     out.bytes_out = out.batches.iter().map(|b| b.len() as u64).sum();
     Ok(out)
+}
+
+/// The most input one compaction run reads.
+pub const MAX_RUN_BYTES: u64 = 256 << 20;
+
+/// What a stream's compaction may look at now.
+#[derive(Debug, Clone, Copy)]
+pub struct Due {
+    /// The offsets below this are stable (no transaction open there) and
+    /// committed: compaction never reaches past it.
+    pub stable_end: Offset,
+    /// Where the last compaction ended ([`StreamRow::compacted_end`](crate::meta::view::StreamRow::compacted_end)).
+    pub compacted_end: Offset,
+    pub now_ms: i64,
+}
+
+/// The run of `chunks` to compact now, by Kafka's rules, or `None`:
+///
+/// - only chunks wholly below `due.stable_end` whose newest record is at
+///   least `min.compaction.lag.ms` old are cleanable, from the first chunk
+///   on, up to [`MAX_RUN_BYTES`] of input (at least one chunk);
+/// - the run is due when its dirty bytes (chunks past the last
+///   compaction's end) are at least `min.cleanable.dirty.ratio` of its
+///   bytes, or when a dirty chunk's newest record is older than
+///   `max.compaction.lag.ms`.
+///
+/// A chunk's newest record stands for all of its records: a chunk counts
+/// as old enough only once all of them are.
+pub fn plan(chunks: &[IndexedChunk], config: &TopicConfig, due: Due) -> Option<Vec<IndexedChunk>> {
+    let min_lag = config.min_compaction_lag_ms.unwrap_or(0);
+    let old_enough = |c: &IndexedChunk, lag: i64| c.max_timestamp <= due.now_ms.saturating_sub(lag);
+    let mut run: Vec<IndexedChunk> = Vec::new();
+    let mut bytes = 0;
+    for c in chunks {
+        let size = c.byte_end - c.byte_start;
+        if c.end > due.stable_end || !old_enough(c, min_lag) || (!run.is_empty() && bytes + size > MAX_RUN_BYTES) {
+            break;
+        }
+        bytes += size;
+        run.push(c.clone());
+    }
+    let dirty: Vec<&IndexedChunk> = run.iter().filter(|c| c.end > due.compacted_end).collect();
+    if dirty.is_empty() || bytes == 0 {
+        return None;
+    }
+    let dirty_bytes: u64 = dirty.iter().map(|c| c.byte_end - c.byte_start).sum();
+    let ratio = dirty_bytes as f64 / bytes as f64;
+    let overdue = (config.max_compaction_lag_ms).is_some_and(|lag| dirty.iter().any(|c| old_enough(c, lag)));
+    (ratio >= config.min_cleanable_dirty_ratio() || overdue).then_some(run)
+}
+
+/// The dirty share of the cleanable bytes a [`plan`] would look at (a
+/// gauge; 0 when nothing is cleanable).
+pub fn dirty_ratio(chunks: &[IndexedChunk], compacted_end: Offset) -> f64 {
+    let size = |c: &&IndexedChunk| c.byte_end - c.byte_start;
+    let all: u64 = chunks.iter().map(|c| size(&c)).sum();
+    let dirty: u64 = chunks.iter().filter(|c| c.end > compacted_end).map(|c| size(&c)).sum();
+    if all == 0 {
+        0.0
+    } else {
+        dirty as f64 / all as f64
+    }
 }
 
 #[cfg(test)]

@@ -73,7 +73,8 @@ impl ChunkReader {
         self.cache.lock().unwrap().used
     }
 
-    async fn fetch(&self, chunk: &IndexedChunk) -> Result<Bytes, ApiError> {
+    /// One chunk's bytes, from the cache or a ranged GET, length- and CRC-checked.
+    pub async fn fetch(&self, chunk: &IndexedChunk) -> Result<Bytes, ApiError> {
         let key = (chunk.key.clone(), chunk.byte_start);
         if let Some(b) = self.cache.lock().unwrap().get(&key) {
             crate::telemetry::count("sluice_read_cache_total", &[("outcome", "hit")]);

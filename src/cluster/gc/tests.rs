@@ -49,6 +49,7 @@ fn stream_row(state: StreamState, chunks: Vec<IndexedChunk>) -> StreamRow {
         chunks,
         producers: Default::default(),
         epoch_starts: Vec::new(),
+        compacted_end: Offset(0),
     }
 }
 

@@ -167,3 +167,59 @@ fn a_run_spanning_chunks_is_compacted_as_one_and_bad_data_is_an_error() {
     *broken.last_mut().unwrap() ^= 1;
     assert!(rewrite("t", &[Bytes::from(broken)], &Rules::default()).is_err());
 }
+
+fn chunk(base: u64, end: u64, bytes: u64, max_timestamp: i64) -> IndexedChunk {
+    IndexedChunk {
+        base: Offset(base),
+        end: Offset(end),
+        key: format!("data/{base}.obj"),
+        byte_start: 0,
+        byte_end: bytes,
+        max_timestamp,
+        crc: 0,
+    }
+}
+
+fn compacted(config: impl FnOnce(&mut TopicConfig)) -> TopicConfig {
+    let mut c = TopicConfig {
+        cleanup_policy: Some(crate::meta::CleanupPolicy::Compact),
+        ..TopicConfig::default()
+    };
+    config(&mut c);
+    c
+}
+
+#[test]
+fn a_run_is_planned_by_dirty_ratio_lag_and_the_stable_end() {
+    let chunks = [chunk(0, 10, 100, 10), chunk(10, 20, 100, 20), chunk(20, 30, 100, 30)];
+    let due = |stable: u64, compacted: u64, now: i64| Due {
+        stable_end: Offset(stable),
+        compacted_end: Offset(compacted),
+        now_ms: now,
+    };
+    let ends = |run: Option<Vec<IndexedChunk>>| run.map(|r| (r[0].base.get(), r[r.len() - 1].end.get()));
+    let default = compacted(|_| {});
+    // Never compacted: all dirty, the whole run.
+    assert_eq!(ends(plan(&chunks, &default, due(30, 0, 100))), Some((0, 30)));
+    // Not past the stable end (an open transaction at 25).
+    assert_eq!(ends(plan(&chunks, &default, due(25, 0, 100))), Some((0, 20)));
+    // Dirty 1 of 3 chunks: below the default ratio 0.5.
+    assert_eq!(ends(plan(&chunks, &default, due(30, 20, 100))), None);
+    let low = compacted(|c| c.min_cleanable_dirty_ratio = crate::meta::Ratio::new(0.3));
+    assert_eq!(ends(plan(&chunks, &low, due(30, 20, 100))), Some((0, 30)));
+    // Nothing dirty: nothing to do, whatever the ratio.
+    let zero = compacted(|c| c.min_cleanable_dirty_ratio = crate::meta::Ratio::new(0.0));
+    assert_eq!(ends(plan(&chunks, &zero, due(30, 30, 100))), None);
+    // min.compaction.lag.ms: the last chunk's newest record is too young.
+    let lag = compacted(|c| c.min_compaction_lag_ms = Some(75));
+    assert_eq!(ends(plan(&chunks, &lag, due(30, 0, 100))), Some((0, 20)));
+    // max.compaction.lag.ms: a dirty chunk overdue forces the run.
+    let max = compacted(|c| c.max_compaction_lag_ms = Some(50));
+    assert_eq!(ends(plan(&chunks, &max, due(30, 20, 100))), Some((0, 30)));
+    assert_eq!(ends(plan(&chunks, &max, due(30, 20, 60))), None, "not overdue yet");
+    // The run stops before MAX_RUN_BYTES (but takes at least one chunk).
+    let big = [chunk(0, 10, MAX_RUN_BYTES, 1), chunk(10, 20, 1, 1)];
+    assert_eq!(ends(plan(&big, &default, due(20, 0, 100))), Some((0, 10)));
+    assert_eq!(dirty_ratio(&chunks, Offset(10)), 2.0 / 3.0);
+    assert_eq!(dirty_ratio(&[], Offset(0)), 0.0);
+}
