@@ -17,16 +17,18 @@
 //!   a copy and checks appends against it), Kafka transactions'
 //!   coordinator records (`meta::txn`), and each partition's open and
 //!   aborted transactions, its last stable offset and what a committed read
-//!   leaves out (`meta::txn_index`).
+//!   leaves out (`meta::txn_index`), and the rule of a compaction's swap
+//!   of chunks (`meta::compaction`).
 //! - [`wal`]: segments, the group-commit writer, takeover and replay.
-//! - [`stream`]: per-stream sequencers and buffers, data objects, reads.
+//! - [`stream`]: per-stream sequencers and buffers, data objects, reads,
+//!   and the pure plan and rewrite of log compaction (`stream::compact`).
 //! - [`api`]: what the front doors ask of a node, as capability traits
 //!   (`Records`, `Topics`, `GroupOffsets`, `ProducerIds`, `Tokens`,
 //!   `Cluster`, one file each) bundled in [`api::Services`], and the public
 //!   error kinds. It imports no front door and not `node`.
 //! - [`auth`]: tokens, scopes and the authenticator behind `--auth on`.
 //! - [`node`]: one `sluice serve` process: registration, heartbeat,
-//!   reconciliation, flushing, hand-off and shutdown, and the capabilities it
+//!   reconciliation, flushing, compaction, hand-off and shutdown, and the capabilities it
 //!   serves (`node/engine/`, one file per trait).
 //! - [`route`]: local or forward: the owner of a stream another node serves,
 //!   and the byte-exact node-to-node call that forwards to it (one hop,
