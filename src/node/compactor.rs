@@ -96,10 +96,8 @@ pub async fn compact_stream(node: &Node, s: &OpenStream) -> Result<Option<u64>, 
     let object = format!("compaction of {}", s.id);
     let rewrite = compact::rewrite(&object, &data, &rules).map_err(|e| e.to_string())?;
     if rewrite.batches.is_empty() {
-        // Every key of the run is deleted and past its horizon; an empty
-        // chunk cannot be read back, so the run stays until a later record
-        // (or retention, under compact,delete) takes it.
-        tracing::debug!(stream = %s.id, "a run with nothing left is not swapped");
+        // The run's last record always stays, so only a run with no
+        // record at all gets here; an empty chunk could not be read back.
         return Ok(Some(read));
     }
     let (base, end) = (run[0].base, run[run.len() - 1].end);

@@ -78,7 +78,18 @@ pub fn rewrite(object: &str, data: &[Bytes], rules: &Rules) -> Result<Rewrite, F
             }
         }
     }
+    // The run's last record always stays, so the run still ends with a
+    // record at its last offset: a reader (Kafka Fetch, an HTTP read)
+    // positioned in a gap before it finds a batch ending there, rather
+    // than nothing below the high watermark.
+    // (A run that ends with a marker ends with it already.)
+    let last = (decoded.last())
+        .and_then(|(_, _, records)| records.last())
+        .map(|(o, _)| *o);
     let keep = |info: &crate::batch::BatchInfo, o: Offset, r: &Record| {
+        if Some(o) == last {
+            return true;
+        }
         let Some(k) = &r.key else {
             // Never stored on a compacted topic; kept rather than lost.
             return live(info, o);

@@ -114,7 +114,21 @@ fn tombstones_stay_until_the_horizon_and_then_take_their_key() {
         "both tombstones kept"
     );
     assert_eq!(at(30), [(3, "b".into(), None)], "a's tombstone is past the horizon");
-    assert!(at(41).is_empty(), "both keys are gone, their values with them");
+    assert_eq!(
+        at(41),
+        [(3, "b".into(), None)],
+        "b's is too, but the run's last record always stays"
+    );
+    // Past the horizon and not last: gone with its key.
+    let more = concat(&[data.clone(), encode_batch(Offset(4), &[rec("c", Some("1"), 50)])]);
+    let rules = Rules {
+        tombstones_before_ms: 41,
+        ..Rules::default()
+    };
+    assert_eq!(
+        records_of(&rewrite("t", &[more], &rules).unwrap()),
+        [(4, "c".into(), Some("1".into()))]
+    );
 }
 
 #[test]
@@ -155,6 +169,39 @@ fn aborted_records_go_and_markers_stay() {
         .cloned()
         .collect();
     assert_eq!(controls, [Bytes::from(commit), Bytes::from(abort)]);
+}
+
+#[test]
+fn the_runs_last_record_stays_so_it_still_ends_at_its_last_offset() {
+    // The run's last record is an aborted one: it stays (read_committed
+    // readers skip it by the aborted list), and supersedes nothing.
+    let data = concat(&[
+        encode_batch(Offset(0), &[rec("a", Some("1"), 1), rec("b", Some("1"), 1)]),
+        transactional(
+            &with_producer(&encode_batch(Offset(2), &[rec("a", Some("x"), 1)]), 5, 0, 0),
+            false,
+        ),
+    ]);
+    let rules = Rules {
+        aborted: vec![Aborted {
+            producer_id: 5,
+            first: Offset(2),
+            marker: Offset(3),
+        }],
+        ..Rules::default()
+    };
+    let r = rewrite("t", &[data], &rules).unwrap();
+    assert_eq!(
+        records_of(&r),
+        [
+            (0, "a".into(), Some("1".into())),
+            (1, "b".into(), Some("1".into())),
+            (2, "a".into(), Some("x".into())),
+        ],
+        "the aborted record stays as the run's last; the committed a is not superseded by it"
+    );
+    let last = parse_batch("t", r.batches.last().unwrap()).unwrap();
+    assert_eq!(last.end_offset(), Offset(3));
 }
 
 #[test]
