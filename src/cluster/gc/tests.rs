@@ -103,6 +103,28 @@ fn retention_by_time_trims_whole_expired_chunks_only() {
 }
 
 #[test]
+fn retention_applies_under_compact_delete_but_not_compact_alone() {
+    use crate::meta::CleanupPolicy;
+    let chunks = vec![chunk("data/a", 0, 10, 100, 1_000), chunk("data/b", 10, 20, 100, 9_000)];
+    let with = |policy| TopicConfig {
+        retention_ms: Some(5_000),
+        cleanup_policy: Some(policy),
+        ..TopicConfig::default()
+    };
+    let trims = |policy| {
+        let view = view_with(with(policy), vec![stream_row(StreamState::Closed, chunks.clone())]);
+        retention_trims(&view, 10_000)
+    };
+    let trimmed = vec![Command::TrimStream {
+        stream: StreamId::new(TopicId(1), 0),
+        new_start: Offset(10),
+    }];
+    assert_eq!(trims(CleanupPolicy::Delete), trimmed);
+    assert_eq!(trims(CleanupPolicy::CompactDelete), trimmed);
+    assert!(trims(CleanupPolicy::Compact).is_empty(), "compact alone keeps every key");
+}
+
+#[test]
 fn retention_by_bytes_keeps_the_newest_chunks_within_the_limit() {
     let chunks = vec![
         chunk("data/a", 0, 10, 400, 0),
