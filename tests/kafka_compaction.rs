@@ -1,17 +1,17 @@
 //! A compacted topic through unmodified Kafka clients: confluent-kafka
 //! (librdkafka) creates it with `cleanup.policy=compact` and writes
 //! rounds of keyed updates (the last round deleting some keys); the
-//! owner compacts; then confluent-kafka and kafka-python read the
+//! owner compacts; then confluent-kafka, kafka-python and kafkajs read the
 //! partition from the beginning across the gaps compaction left, and see
 //! every live key exactly once, with its latest value, at the offset it
-//! was written at, in offset order. A record without a key is refused.
+//! was written at, in offset order; so does an HTTP reader. A record without a key is refused.
 
 mod support;
 
 use sluice::ids::StreamId;
 use std::collections::BTreeMap;
 use std::time::Duration;
-use support::kafka::{python, python_module_installed, repo, run_steps, serve_node, step};
+use support::kafka::{installed, python, python_module_installed, repo, run_steps, serve_node, step};
 use support::{eventually, memory_backends};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -21,7 +21,7 @@ async fn kafka_clients_read_a_compacted_topic_across_its_gaps() {
     }
     let (_stop, stop_rx) = tokio::sync::watch::channel(false);
     let flags = ["--flush-interval-sec", "1", "--compaction-interval-sec", "1"];
-    let (node, _url, kafka) = serve_node("n1", &flags, memory_backends(), stop_rx).await;
+    let (node, url, kafka) = serve_node("n1", &flags, memory_backends(), stop_rx).await;
     let (keys, rounds): (u32, u32) = (50, 6);
 
     let mut cmd = python();
@@ -66,9 +66,26 @@ async fn kafka_clients_read_a_compacted_topic_across_its_gaps() {
     let mut cmd = python();
     cmd.arg(repo("tests/kafka/compacted.py"))
         .args([&kafka, "kc", "consume"]);
-    let steps = run_steps("compacted.py consume", cmd, Duration::from_secs(120)).await;
+    let mut steps = run_steps("compacted.py consume", cmd, Duration::from_secs(120)).await;
+    let node_js = || {
+        let mut cmd = std::process::Command::new("node");
+        cmd.env("NODE_PATH", repo(".services/npm/node_modules"));
+        cmd
+    };
+    if installed("kafkajs", node_js().args(["-e", "require('kafkajs')"])) {
+        let mut cmd = node_js();
+        cmd.arg(repo("tests/kafka/compacted_kafkajs.js")).args([&kafka, "kc"]);
+        steps.extend(run_steps("compacted_kafkajs.js", cmd.into(), Duration::from_secs(120)).await);
+    }
     let clients: Vec<&serde_json::Value> = steps.iter().filter(|s| s["step"] == "consumed").collect();
     assert!(!clients.is_empty());
+    // HTTP reads, page by page from offset 0 (limit 1000), the same.
+    let http = support::http::read_all(&reqwest::Client::new(), &url, "kc", 0).await;
+    let want_http: Vec<(u64, String)> = (want.iter())
+        .map(|v| (v[0].as_u64().unwrap(), v[2].as_str().unwrap().to_string()))
+        .collect();
+    assert_eq!(http, want_http, "HTTP reads each live key once, latest, in order");
+    eprintln!("HTTP: {} records of {end} offsets", http.len());
     for c in clients {
         let records = c["records"].as_array().unwrap();
         eprintln!(
