@@ -121,7 +121,10 @@ fn retention_applies_under_compact_delete_but_not_compact_alone() {
     }];
     assert_eq!(trims(CleanupPolicy::Delete), trimmed);
     assert_eq!(trims(CleanupPolicy::CompactDelete), trimmed);
-    assert!(trims(CleanupPolicy::Compact).is_empty(), "compact alone keeps every key");
+    assert!(
+        trims(CleanupPolicy::Compact).is_empty(),
+        "compact alone keeps every key"
+    );
 }
 
 #[test]
