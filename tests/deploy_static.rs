@@ -363,6 +363,7 @@ fn the_dashboard_queries_only_metrics_the_code_emits() {
         "status",
         "op",
         "outcome",
+        "stream",
     ]
     .into();
     let mut used = BTreeSet::new();

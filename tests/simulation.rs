@@ -37,6 +37,8 @@ mod support;
 mod harness;
 #[path = "simulation/history.rs"]
 mod history;
+#[path = "simulation/kv_history.rs"]
+mod kv_history;
 #[path = "simulation/recording.rs"]
 mod recording;
 #[path = "simulation/schedule.rs"]
@@ -358,6 +360,63 @@ mod checker_checks {
         assert!(check_final(&h, &vanished_read)[0].contains("invariant 3"));
         let duplicate = BTreeMap::from([(0, vec![b("a"), b("b")]), (1, vec![b("c"), b("a")])]);
         assert!(check_final(&h, &duplicate)[0].contains("duplicate"));
+    }
+
+    fn kv(k: &str, v: Option<&str>) -> super::kv_history::Kv {
+        super::kv_history::Kv {
+            key: b(k),
+            value: v.map(b),
+        }
+    }
+
+    fn part(records: &[(u64, super::kv_history::Kv)], compacted_end: u64) -> super::kv_history::KvPartition {
+        super::kv_history::KvPartition {
+            records: records.iter().cloned().collect(),
+            compacted_end,
+        }
+    }
+
+    #[test]
+    fn compaction_may_remove_superseded_records_but_not_the_latest_of_a_key() {
+        use super::kv_history::{check_final_kv, KvHistory};
+        let mut h = KvHistory::default();
+        assert!(h.ack(0, 0, &kv("a", Some("1")), "test").is_none());
+        assert!(h.ack(0, 1, &kv("b", Some("2")), "test").is_none());
+        assert!(h.ack(0, 2, &kv("a", None), "test").is_none());
+        assert!(h.note(0, 3, &kv("b", Some("3")), "test").is_none());
+        // Compacted below 4: a's value and b's first value superseded.
+        let fine = BTreeMap::from([(0, part(&[(2, kv("a", None)), (3, kv("b", Some("3")))], 4))]);
+        assert_eq!(check_final_kv(&h, &fine), Vec::<String>::new());
+        // Nothing compacted yet is fine as well.
+        let all = [
+            (0, kv("a", Some("1"))),
+            (1, kv("b", Some("2"))),
+            (2, kv("a", None)),
+            (3, kv("b", Some("3"))),
+        ];
+        assert_eq!(
+            check_final_kv(&h, &BTreeMap::from([(0, part(&all, 0))])),
+            Vec::<String>::new()
+        );
+        // The tombstone, a's latest, gone: a lost acknowledged record.
+        let lost = BTreeMap::from([(0, part(&[(3, kv("b", Some("3")))], 4))]);
+        let found = check_final_kv(&h, &lost);
+        assert!(found[0].contains("invariant 1"), "{found:?}");
+        // b's latest (only read, not acknowledged) gone with b's first.
+        let vanished = BTreeMap::from([(0, part(&[(2, kv("a", None))], 4))]);
+        let found = check_final_kv(&h, &vanished);
+        assert!(found.iter().any(|v| v.contains("invariant 3")), "{found:?}");
+        // Another record at an acknowledged offset.
+        let changed = BTreeMap::from([(0, part(&[(2, kv("a", Some("9"))), (3, kv("b", Some("3")))], 4))]);
+        assert!(check_final_kv(&h, &changed)[0].contains("invariant 2"));
+        // A key twice in the compacted part.
+        let twice = BTreeMap::from([(0, part(&all, 4))]);
+        assert!(check_final_kv(&h, &twice).iter().any(|v| v.contains("twice")));
+        // A second record noted at an offset.
+        assert!(h
+            .note(0, 1, &kv("b", Some("x")), "test")
+            .unwrap()
+            .contains("invariant 2"));
     }
 
     #[tokio::test]

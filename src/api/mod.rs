@@ -211,6 +211,9 @@ pub struct PartitionInfo {
     pub start_offset: Offset,
     /// The high watermark where the owner is this node, else the committed end.
     pub end_offset: Offset,
+    /// Where the compacted part ends: below it each key is there once (0
+    /// until a compaction of a compacted topic has run).
+    pub compacted_end: Offset,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -439,7 +439,8 @@ fn topic_schemas() -> Value {
                     "stream_epoch": { "type": "integer" },
                     "state": { "type": "string" },
                     "start_offset": { "type": "integer" },
-                    "end_offset": { "type": "integer" }
+                    "end_offset": { "type": "integer" },
+                    "compacted_end": { "type": "integer" }
                 } } }
             }
         }

@@ -74,6 +74,12 @@ pub async fn compact_stream(node: &Node, s: &OpenStream) -> Result<Option<u64>, 
         let stream = s.id.to_string();
         let ratio = compact::dirty_ratio(&row.chunks, row.compacted_end);
         telemetry::gauge("sluice_compaction_dirty_ratio", &[("stream", &stream)], ratio);
+        let lag_ms = compact::lag_ms(&row.chunks, row.compacted_end, now_ms);
+        telemetry::gauge(
+            "sluice_compaction_lag_seconds",
+            &[("stream", &stream)],
+            lag_ms as f64 / 1e3,
+        );
         let Some(run) = compact::plan(&row.chunks, &topic.config, due) else {
             return Ok(None);
         };
@@ -88,6 +94,12 @@ pub async fn compact_stream(node: &Node, s: &OpenStream) -> Result<Option<u64>, 
         (run, topic.config.clone(), row.start, rules)
     };
     let started = Instant::now();
+    tracing::info!(
+        stream = %s.id,
+        offsets = %format_args!("{}..{}", run[0].base, run[run.len() - 1].end),
+        chunks = run.len(),
+        "compaction run starts"
+    );
     let mut data = Vec::with_capacity(run.len());
     for c in &run {
         data.push(node.reader.fetch(c).await.map_err(|e| e.message)?);

@@ -187,5 +187,17 @@ pub fn dirty_ratio(chunks: &[IndexedChunk], compacted_end: Offset) -> f64 {
     }
 }
 
+/// How long the oldest flushed record that no compaction has taken yet
+/// has waited (ms; 0 when nothing flushed is dirty): `now_ms` less the
+/// newest timestamp of the first chunk past `compacted_end` — a chunk
+/// counts as waiting from its newest record, as [`plan`] counts it
+/// cleanable. Record timestamps are the producers' (CreateTime), so a
+/// producer's skewed clock skews this too; it is a gauge, never a decision.
+pub fn lag_ms(chunks: &[IndexedChunk], compacted_end: Offset, now_ms: i64) -> i64 {
+    (chunks.iter())
+        .find(|c| c.end > compacted_end)
+        .map_or(0, |c| now_ms.saturating_sub(c.max_timestamp).max(0))
+}
+
 #[cfg(test)]
 mod tests;

@@ -3,6 +3,7 @@
 //! restarts stopped nodes, the fault schedule, and the clients.
 
 use super::history::{check_final, History, Origin, MARKER};
+use super::kv_history::KvHistory;
 use super::recording::{RecordingStore, WalLedger};
 use super::schedule::{self, Event, Fault, Target, NODES};
 use super::txn_history::{check_final_txns, outcome_counts, TxnHistory};
@@ -27,6 +28,9 @@ use tokio::time::{sleep, sleep_until, timeout, Instant};
 #[path = "transactions.rs"]
 mod transactions;
 
+#[path = "compaction.rs"]
+mod compaction;
+
 pub const TOPIC: &str = "sim";
 pub const PARTITIONS: u32 = 6;
 const PRODUCERS: usize = 3;
@@ -48,6 +52,8 @@ const FLAGS: &[&str] = &[
     "3",
     "--gc-grace-sec",
     "20",
+    "--compaction-interval-sec",
+    "2",
 ];
 
 /// One node id: its connections to the shared stores (kept across restarts,
@@ -113,6 +119,9 @@ pub struct Sim {
     shared_data: RecordingStore,
     stop: AtomicBool,
     topic: OnceLock<TopicId>,
+    /// The compacted topic ([`compaction::KV_TOPIC`]) and its history.
+    kv_topic: OnceLock<TopicId>,
+    kv: Mutex<KvHistory>,
     health: Mutex<Health>,
     /// Set when a hang shows the signature of a known bug in `src/`.
     known_bug: Mutex<Option<&'static str>>,
@@ -186,6 +195,8 @@ impl Sim {
             shared_data,
             stop: AtomicBool::new(false),
             topic: OnceLock::new(),
+            kv_topic: OnceLock::new(),
+            kv: Mutex::default(),
             health: Mutex::new(Health {
                 impaired_until: [Instant::now(); NODES],
                 configured_until: [Instant::now(); NODES],
@@ -229,6 +240,10 @@ impl Sim {
         StreamId::new(*self.topic.get().expect("topic created"), partition)
     }
 
+    fn kv_stream(&self, partition: u32) -> StreamId {
+        StreamId::new(*self.kv_topic.get().expect("compacted topic created"), partition)
+    }
+
     /// Running incarnations that still consider themselves ready.
     fn running(&self) -> Vec<Arc<Node>> {
         let nodes: Vec<Arc<Node>> = self
@@ -249,7 +264,12 @@ impl Sim {
 
     /// The running incarnation `via`'s view names as the owner of `partition`.
     fn owner_per(&self, via: &Node, partition: u32) -> Option<Arc<Node>> {
-        let state = via.meta.view().streams.get(&self.stream(partition))?.state.clone();
+        self.owner_of(via, self.stream(partition))
+    }
+
+    /// The running incarnation `via`'s view names as the owner of stream `id`.
+    fn owner_of(&self, via: &Node, id: StreamId) -> Option<Arc<Node>> {
+        let state = via.meta.view().streams.get(&id)?.state.clone();
         let StreamState::Open { node, node_epoch } = state else {
             return None;
         };
@@ -261,13 +281,18 @@ impl Sim {
     /// `owner_bias` the owner as a random node's view has it, otherwise
     /// (or if there is no such owner) that random node.
     fn pick_node(&self, rng: &mut SmallRng, partition: u32, owner_bias: f64) -> Option<Arc<Node>> {
+        self.pick_node_for(rng, self.stream(partition), owner_bias)
+    }
+
+    /// [`Sim::pick_node`] for stream `id`.
+    fn pick_node_for(&self, rng: &mut SmallRng, id: StreamId, owner_bias: f64) -> Option<Arc<Node>> {
         let running = self.running();
         if running.is_empty() {
             return None;
         }
         let via = running[rng.random_range(0..running.len())].clone();
         if rng.random_bool(owner_bias) {
-            if let Some(owner) = self.owner_per(&via, partition) {
+            if let Some(owner) = self.owner_of(&via, id) {
                 return Some(owner);
             }
         }
@@ -285,7 +310,11 @@ impl Sim {
     /// 444: a stalled zombie, the only node left running, agreed with itself
     /// and served a last stable offset below one its successor had served).
     fn settled_owner(&self, partition: u32) -> Option<Arc<Node>> {
-        let id = self.stream(partition);
+        self.settled_owner_of(self.stream(partition))
+    }
+
+    /// [`Sim::settled_owner`] for stream `id`.
+    fn settled_owner_of(&self, id: StreamId) -> Option<Arc<Node>> {
         let running = self.running();
         let newest = running.iter().max_by_key(|n| n.meta.applied())?;
         if newest.meta.applied().0 < self.most_applied.load(std::sync::atomic::Ordering::Relaxed) {
@@ -748,7 +777,11 @@ async fn create_topic(sim: &Sim) -> Result<(), String> {
 }
 
 async fn wait_all_open(sim: &Sim, what: &str, limit: Duration) -> Result<(), String> {
-    match wait_until(what, limit, || (0..PARTITIONS).all(|p| sim.settled_owner(p).is_some())).await {
+    let all_open = || {
+        (0..PARTITIONS).all(|p| sim.settled_owner(p).is_some())
+            && (0..compaction::KV_PARTITIONS).all(|p| sim.settled_owner_of(sim.kv_stream(p)).is_some())
+    };
+    match wait_until(what, limit, all_open).await {
         Ok(()) => Ok(()),
         Err(e) => Err(format!("{e}; {}{}", streams_summary(sim), wal_diagnosis(sim).await)),
     }
@@ -905,8 +938,15 @@ pub async fn run_seed(seed: u64) -> SeedReport {
     let txn_seeds: Vec<u64> = (0..transactions::TXN_PRODUCERS + transactions::COMMITTED_READERS)
         .map(|_| rng.random())
         .collect();
+    // Drawn after those, for the same reason.
+    let kv_seeds = [rng.random(), rng.random()];
 
-    let outcome = match timeout(Duration::from_secs(900), drive(&sim, events, client_seeds, txn_seeds)).await {
+    let outcome = match timeout(
+        Duration::from_secs(900),
+        drive(&sim, events, client_seeds, txn_seeds, kv_seeds),
+    )
+    .await
+    {
         Ok(r) => r,
         Err(_) => Err(format!(
             "hang: the run did not finish within 900 s of simulated time; {}",
@@ -971,8 +1011,15 @@ pub async fn run_seed(seed: u64) -> SeedReport {
     }
 }
 
-async fn drive(sim: &Arc<Sim>, events: Vec<Event>, client_seeds: Vec<u64>, txn_seeds: Vec<u64>) -> Result<(), String> {
+async fn drive(
+    sim: &Arc<Sim>,
+    events: Vec<Event>,
+    client_seeds: Vec<u64>,
+    txn_seeds: Vec<u64>,
+    kv_seeds: [u64; 2],
+) -> Result<(), String> {
     create_topic(sim).await?;
+    compaction::create_topic(sim).await?;
     wait_all_open(sim, "setup: every stream open", Duration::from_secs(60)).await?;
     let tickers = AbortOnDrop(tokio::spawn(transactions::tickers(sim.clone())));
     sim.log(format!("setup done; {} faults scheduled", events.len()));
@@ -999,6 +1046,14 @@ async fn drive(sim: &Arc<Sim>, events: Vec<Event>, client_seeds: Vec<u64>, txn_s
             ))
         });
     }
+    clients.push(tokio::spawn(compaction::producer(
+        sim.clone(),
+        SmallRng::seed_from_u64(kv_seeds[0]),
+    )));
+    clients.push(tokio::spawn(compaction::reader(
+        sim.clone(),
+        SmallRng::seed_from_u64(kv_seeds[1]),
+    )));
     let faults: Vec<JoinHandle<()>> = events
         .into_iter()
         .enumerate()
@@ -1047,6 +1102,9 @@ async fn drive(sim: &Arc<Sim>, events: Vec<Event>, client_seeds: Vec<u64>, txn_s
     for p in 0..PARTITIONS {
         final_append(sim, p).await?;
     }
+    for p in 0..compaction::KV_PARTITIONS {
+        compaction::final_append(sim, p).await?;
+    }
     // Let anything still in flight land before the final read.
     sleep(Duration::from_secs(3)).await;
     // Every transaction ended (the coordinators time out what the clients
@@ -1058,6 +1116,7 @@ async fn drive(sim: &Arc<Sim>, events: Vec<Event>, client_seeds: Vec<u64>, txn_s
         final_state.insert(p, final_read(sim, p).await?);
     }
     let mut violations = check_final(&sim.history.lock().unwrap(), &final_state);
+    violations.extend(compaction::final_check(sim).await?);
     {
         let txns = sim.txns.lock().unwrap();
         let (found, kinds) = check_final_txns(&txns, &final_state, &committed, |v| v.as_ref() == MARKER);

@@ -221,6 +221,7 @@ impl Topics for FakeEngine {
                     state: "open".into(),
                     start_offset: Offset(log.start),
                     end_offset: Offset(log.records.len() as u64),
+                    compacted_end: Offset(0),
                 }
             })
             .collect();

@@ -83,6 +83,7 @@ impl Topics for Node {
                     state: row.state.name().to_string(),
                     start_offset: row.start,
                     end_offset,
+                    compacted_end: row.compacted_end,
                 }
             })
             .collect();

@@ -270,3 +270,13 @@ fn a_run_is_planned_by_dirty_ratio_lag_and_the_stable_end() {
     assert_eq!(dirty_ratio(&chunks, Offset(10)), 2.0 / 3.0);
     assert_eq!(dirty_ratio(&[], Offset(0)), 0.0);
 }
+
+#[test]
+fn the_lag_is_the_wait_of_the_first_dirty_chunk() {
+    let chunks = [chunk(0, 10, 100, 10), chunk(10, 20, 100, 20), chunk(20, 30, 100, 30)];
+    assert_eq!(lag_ms(&chunks, Offset(0), 100), 90);
+    assert_eq!(lag_ms(&chunks, Offset(10), 100), 80);
+    assert_eq!(lag_ms(&chunks, Offset(30), 100), 0, "nothing dirty");
+    assert_eq!(lag_ms(&chunks, Offset(0), 5), 0, "a timestamp ahead of the clock");
+    assert_eq!(lag_ms(&[], Offset(0), 100), 0);
+}
