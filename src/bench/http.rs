@@ -3,7 +3,7 @@
 //! partition for `consume`; long-polling tail readers for `e2e`.
 
 use super::stats::Recorder;
-use super::{created_at, record_value, wait_due, BenchArgs};
+use super::{created_at, record_value, wait_due, BenchArgs, KeyCycle};
 use bytes::Bytes;
 use serde_json::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -44,16 +44,24 @@ pub(super) async fn ensure_topic(client: &reqwest::Client, args: &BenchArgs) -> 
     anyhow::bail!("topic {} was not placed in 20 s", args.topic)
 }
 
-/// The JSON body of one append of `values`.
-fn body(values: &[Vec<u8>]) -> Bytes {
-    let len: usize = values.iter().map(|v| v.len() + 16).sum();
+/// The JSON body of one append of `values`, each with the next key of
+/// `keys` when there is one.
+fn body(values: &[Vec<u8>], keys: &mut Option<KeyCycle>) -> Bytes {
+    let len: usize = values.iter().map(|v| v.len() + 32).sum();
     let mut b = Vec::with_capacity(len + 16);
     b.extend_from_slice(b"{\"records\":[");
     for (i, v) in values.iter().enumerate() {
         if i > 0 {
             b.push(b',');
         }
-        b.extend_from_slice(b"{\"value\":\"");
+        b.push(b'{');
+        if let Some(k) = keys.as_mut() {
+            // Keys are ASCII letters and digits: nothing to escape.
+            b.extend_from_slice(b"\"key\":\"");
+            b.extend_from_slice(&k.next_key());
+            b.extend_from_slice(b"\",");
+        }
+        b.extend_from_slice(b"\"value\":\"");
         // record_value writes hex digits and 'x' only: nothing to escape.
         b.extend_from_slice(v);
         b.extend_from_slice(b"\"}");
@@ -88,10 +96,12 @@ pub(super) async fn produce(
             p as u32 % partitions
         );
         let (batch, record_bytes) = (args.batch, args.record_bytes);
+        let mut keys = KeyCycle::new(args.keys, p, args.producers);
         // Spread the producers' schedules over one interval.
         let mut next_due = start + interval.map_or(Duration::ZERO, |iv| iv.mul_f64(p as f64 / args.producers as f64));
         tasks.push(tokio::spawn(async move {
-            let fixed = body(&vec![record_value(record_bytes, None); batch]);
+            let value = vec![record_value(record_bytes, None); batch];
+            let fixed = body(&value, &mut None);
             loop {
                 let created = match interval {
                     Some(iv) => {
@@ -106,7 +116,9 @@ pub(super) async fn produce(
                     None => Instant::now(),
                 };
                 let payload = if stamp {
-                    body(&vec![record_value(record_bytes, Some(created)); batch])
+                    body(&vec![record_value(record_bytes, Some(created)); batch], &mut keys)
+                } else if keys.is_some() {
+                    body(&value, &mut keys)
                 } else {
                     fixed.clone()
                 };
@@ -276,10 +288,16 @@ mod tests {
 
     #[test]
     fn append_bodies_are_the_json_the_api_takes() {
-        let b = body(&[b"abc".to_vec(), b"de".to_vec()]);
+        let b = body(&[b"abc".to_vec(), b"de".to_vec()], &mut None);
         let v: Value = serde_json::from_slice(&b).unwrap();
         assert_eq!(v, serde_json::json!({"records": [{"value": "abc"}, {"value": "de"}]}));
-        let stamped = body(&[record_value(64, Some(Instant::now()))]);
+        let keyed = body(&[b"abc".to_vec(), b"de".to_vec()], &mut KeyCycle::new(2, 1, 2));
+        let v: Value = serde_json::from_slice(&keyed).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"records": [{"key": "k00000001", "value": "abc"}, {"key": "k00000000", "value": "de"}]})
+        );
+        let stamped = body(&[record_value(64, Some(Instant::now()))], &mut None);
         let v: Value = serde_json::from_slice(&stamped).unwrap();
         assert_eq!(v["records"][0]["value"].as_str().unwrap().len(), 64);
     }

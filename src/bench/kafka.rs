@@ -14,7 +14,7 @@
 
 use super::kafka_proto::{self as kp, FetchAt};
 use super::stats::Recorder;
-use super::{created_at, record_value, wait_due, BenchArgs};
+use super::{created_at, record_value, wait_due, BenchArgs, KeyCycle};
 use crate::batch::{batches, decode_records, encode_batch, Record};
 use crate::ids::Offset;
 use crate::kafka::proto::FetchPartitionResponse;
@@ -162,6 +162,8 @@ struct LaneSpec {
     interval: Option<Duration>,
     stamp: bool,
     deadline: Instant,
+    /// Distinct keys (0: records have no key).
+    keys: u64,
 }
 
 pub(super) async fn produce(
@@ -182,6 +184,7 @@ pub(super) async fn produce(
         interval: (args.rate > 0).then(|| Duration::from_secs_f64(lanes as f64 / args.rate as f64)),
         stamp,
         deadline,
+        keys: args.keys,
     };
     let start = Instant::now();
     let mut tasks = Vec::with_capacity(lanes);
@@ -192,11 +195,13 @@ pub(super) async fn produce(
             + spec
                 .interval
                 .map_or(Duration::ZERO, |iv| iv.mul_f64(i as f64 / lanes as f64));
+        let keys = KeyCycle::new(spec.keys, i, lanes);
         tasks.push(tokio::spawn(lane(
             spec.clone(),
             partition,
             addr,
             first_due,
+            keys,
             rec.clone(),
         )));
     }
@@ -207,7 +212,14 @@ pub(super) async fn produce(
 }
 
 /// One producer's connection to one partition's leader.
-async fn lane(spec: LaneSpec, partition: i32, addr: String, first_due: Instant, rec: Arc<Recorder>) {
+async fn lane(
+    spec: LaneSpec,
+    partition: i32,
+    addr: String,
+    first_due: Instant,
+    mut keys: Option<KeyCycle>,
+    rec: Arc<Recorder>,
+) {
     let conn = match Conn::connect(&addr).await {
         Ok(c) => c,
         Err(_) => return rec.error("connect"),
@@ -260,7 +272,7 @@ async fn lane(spec: LaneSpec, partition: i32, addr: String, first_due: Instant, 
                     .expect("the semaphore is never closed")
             }
         };
-        let records = build_records(&created, spec.record_bytes, spec.stamp, &fixed);
+        let records = build_records(&created, spec.record_bytes, spec.stamp, &fixed, &mut keys);
         let count = records.len() as u64;
         let batch = encode_batch(Offset(0), &records);
         id = id.wrapping_add(1);
@@ -295,7 +307,13 @@ async fn lane(spec: LaneSpec, partition: i32, addr: String, first_due: Instant, 
     }
 }
 
-fn build_records(created: &Created, record_bytes: usize, stamp: bool, fixed: &Bytes) -> Vec<Record> {
+fn build_records(
+    created: &Created,
+    record_bytes: usize,
+    stamp: bool,
+    fixed: &Bytes,
+    keys: &mut Option<KeyCycle>,
+) -> Vec<Record> {
     // The load generator is a client: its record timestamps are real time.
     let timestamp_ms = crate::clock::Clock::now_ms(&crate::clock::SystemClock::default());
     let mut records = Vec::with_capacity(created.iter().map(|(_, n)| *n as usize).sum());
@@ -308,7 +326,7 @@ fn build_records(created: &Created, record_bytes: usize, stamp: bool, fixed: &By
         for _ in 0..*n {
             records.push(Record {
                 timestamp_ms,
-                key: None,
+                key: keys.as_mut().map(KeyCycle::next_key),
                 value: Some(value.clone()),
                 headers: Vec::new(),
             });
@@ -568,10 +586,16 @@ mod tests {
         let t = Instant::now();
         let fixed = Bytes::from(record_value(32, None));
         let created = vec![(t, 3), (t + Duration::from_millis(1), 1)];
-        let plain = build_records(&created, 32, false, &fixed);
+        let plain = build_records(&created, 32, false, &fixed, &mut None);
         assert_eq!(plain.len(), 4);
-        assert!(plain.iter().all(|r| r.value.as_ref() == Some(&fixed)));
-        let stamped = build_records(&created, 32, true, &fixed);
+        assert!(plain
+            .iter()
+            .all(|r| r.value.as_ref() == Some(&fixed) && r.key.is_none()));
+        let keyed = build_records(&created, 32, false, &fixed, &mut KeyCycle::new(3, 0, 1));
+        let keys: Vec<_> = keyed.iter().map(|r| r.key.clone().unwrap()).collect();
+        assert_eq!(keys[0], keys[3], "four records over three keys");
+        assert_ne!(keys[0], keys[1]);
+        let stamped = build_records(&created, 32, true, &fixed, &mut None);
         let times: Vec<Instant> = stamped
             .iter()
             .map(|r| created_at(r.value.as_ref().unwrap()).unwrap())

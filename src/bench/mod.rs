@@ -27,6 +27,7 @@
 //! as soon as it may (HTTP: after the previous ack; Kafka: while fewer than
 //! `--max-in-flight` are unanswered), and latency counts from its creation.
 
+use bytes::Bytes;
 use clap::{Args, Subcommand, ValueEnum};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock};
@@ -41,7 +42,7 @@ mod report;
 mod server;
 mod stats;
 
-pub use report::{Floor, Ratios, Report, ServerStats, WalStats};
+pub use report::{CompactionStats, Floor, Ratios, Report, ServerStats, WalStats};
 pub use stats::{Percentiles, Recorder};
 
 #[derive(Debug, Clone, Subcommand)]
@@ -176,6 +177,11 @@ pub struct BenchArgs {
     /// Print the report as one JSON object instead of text.
     #[arg(long, env = "SLUICE_BENCH_JSON")]
     pub json: bool,
+    /// Distinct record keys: every record carries one, each producer
+    /// cycling through them from its own starting point (0 = records
+    /// have no key). A compacted topic needs keys.
+    #[arg(long, env = "SLUICE_BENCH_KEYS", default_value_t = 0)]
+    pub keys: u64,
 }
 
 fn parse_acks(s: &str) -> Result<i16, String> {
@@ -335,6 +341,7 @@ impl BenchCmd {
         }
         if let (Some(before), Some(after)) = (wal_before, server::scrape(&client, &args.url).await) {
             report.wal = Some(server::wal_stats(before, after));
+            report.compaction = server::compaction_stats(before, after);
         }
         Ok(report)
     }
@@ -426,6 +433,31 @@ fn record_value(len: usize, created: Option<Instant>) -> Vec<u8> {
     v
 }
 
+/// The keys one producer writes: `k` and a zero-padded number, cycling
+/// through `keys` of them from producer `p`'s own starting point so that
+/// producers do not write the same key at the same moment.
+#[derive(Debug, Clone)]
+struct KeyCycle {
+    keys: u64,
+    next: u64,
+}
+
+impl KeyCycle {
+    /// `None` when records have no key (`keys` = 0).
+    fn new(keys: u64, producer: usize, producers: usize) -> Option<Self> {
+        (keys > 0).then(|| KeyCycle {
+            keys,
+            next: keys * producer as u64 / producers.max(1) as u64,
+        })
+    }
+
+    fn next_key(&mut self) -> Bytes {
+        let k = Bytes::from(format!("k{:08}", self.next));
+        self.next = (self.next + 1) % self.keys;
+        k
+    }
+}
+
 /// The creation time [`record_value`] wrote into a value.
 fn created_at(value: &[u8]) -> Option<Instant> {
     let hex = std::str::from_utf8(value.get(..STAMP_LEN)?).ok()?;
@@ -437,6 +469,18 @@ fn created_at(value: &[u8]) -> Option<Instant> {
 mod tests {
     use super::*;
     use clap::Parser;
+
+    #[test]
+    fn producers_cycle_through_the_keys_from_their_own_start() {
+        assert!(KeyCycle::new(0, 0, 4).is_none());
+        let mut a = KeyCycle::new(10, 0, 2).unwrap();
+        let mut b = KeyCycle::new(10, 1, 2).unwrap();
+        let a_keys: Vec<_> = (0..11).map(|_| a.next_key()).collect();
+        assert_eq!(a_keys[0], Bytes::from("k00000000"));
+        assert_eq!(a_keys[9], Bytes::from("k00000009"));
+        assert_eq!(a_keys[10], a_keys[0], "the cycle wraps");
+        assert_eq!(b.next_key(), Bytes::from("k00000005"));
+    }
 
     #[derive(Parser)]
     struct Cli {

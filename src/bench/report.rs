@@ -54,6 +54,8 @@ pub struct Report {
     pub vs_floor: Option<Ratios>,
     pub server: Option<ServerStats>,
     pub wal: Option<WalStats>,
+    /// Compaction runs the node applied during the load.
+    pub compaction: Option<CompactionStats>,
 }
 
 /// The floor measured before the load: bare create-if-absent PUTs.
@@ -108,6 +110,17 @@ pub struct WalStats {
     pub mean_put_ms: f64,
 }
 
+/// The node's applied compaction runs over the load, from its `/metrics`.
+#[derive(Debug, Clone, Serialize)]
+pub struct CompactionStats {
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    /// Seconds inside applied runs.
+    pub seconds: f64,
+    /// Input bytes per second inside those runs, in 10^6 bytes.
+    pub mb_per_sec_in: f64,
+}
+
 pub struct Settings {
     pub command: &'static str,
     pub mode: &'static str,
@@ -154,6 +167,7 @@ impl Report {
             vs_floor: None,
             server: None,
             wal: None,
+            compaction: None,
         }
     }
 
@@ -253,6 +267,16 @@ impl Report {
                 w.mean_put_ms
             );
         }
+        if let Some(c) = &self.compaction {
+            let _ = writeln!(
+                out,
+                "  compaction: {:.1} MB in, {:.1} MB out, {:.2} s in runs = {:.1} MB/s of input",
+                c.bytes_in as f64 / 1e6,
+                c.bytes_out as f64 / 1e6,
+                c.seconds,
+                c.mb_per_sec_in
+            );
+        }
         out
     }
 }
@@ -347,6 +371,7 @@ mod tests {
             "vs_floor",
             "server",
             "wal",
+            "compaction",
         ] {
             assert!(v.get(key).is_some(), "missing {key} in {v}");
         }

@@ -2,7 +2,7 @@
 //! from /proc (`--server-pid`, Linux only), and its WAL PUTs from its
 //! Prometheus `/metrics`.
 
-use super::report::{ServerStats, WalStats};
+use super::report::{CompactionStats, ServerStats, WalStats};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -113,18 +113,25 @@ pub fn server_stats(
     }
 }
 
-/// Cumulative WAL counters of a node.
+/// Cumulative WAL and compaction counters of a node.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct WalCounters {
+pub struct NodeCounters {
     pub puts: f64,
     pub put_seconds: f64,
     pub put_bytes: f64,
+    /// Bytes read and written by applied compaction runs.
+    pub compaction_bytes_in: f64,
+    pub compaction_bytes_out: f64,
+    /// Time spent in applied compaction runs (reading, rewriting, writing
+    /// and swapping; not the rate limit's pauses between runs).
+    pub compaction_seconds: f64,
 }
 
-/// Reads `sluice_wal_put_seconds{outcome="ok"}` (count and sum) and
-/// `sluice_wal_put_bytes_total` from Prometheus text.
-pub fn parse_metrics(text: &str) -> WalCounters {
-    let mut c = WalCounters::default();
+/// Reads `sluice_wal_put_seconds{outcome="ok"}` (count and sum),
+/// `sluice_wal_put_bytes_total` and the compaction counters from
+/// Prometheus text.
+pub fn parse_metrics(text: &str) -> NodeCounters {
+    let mut c = NodeCounters::default();
     for line in text.lines() {
         let Some((name, value)) = line.rsplit_once(' ') else {
             continue;
@@ -136,14 +143,20 @@ pub fn parse_metrics(text: &str) -> WalCounters {
             c.put_seconds = v;
         } else if name == "sluice_wal_put_bytes_total" {
             c.put_bytes = v;
+        } else if name == "sluice_compaction_bytes_in_total" {
+            c.compaction_bytes_in = v;
+        } else if name == "sluice_compaction_bytes_out_total" {
+            c.compaction_bytes_out = v;
+        } else if name == r#"sluice_compaction_seconds_sum{outcome="applied"}"# {
+            c.compaction_seconds = v;
         }
     }
     c
 }
 
-/// The node's WAL counters from `{url}/metrics`; `None` when it does not
-/// answer (the report then has no `wal` figures).
-pub async fn scrape(client: &reqwest::Client, url: &str) -> Option<WalCounters> {
+/// The node's counters from `{url}/metrics`; `None` when it does not
+/// answer (the report then has no `wal` or `compaction` figures).
+pub async fn scrape(client: &reqwest::Client, url: &str) -> Option<NodeCounters> {
     let resp = client
         .get(format!("{url}/metrics"))
         .timeout(Duration::from_secs(5))
@@ -156,7 +169,7 @@ pub async fn scrape(client: &reqwest::Client, url: &str) -> Option<WalCounters> 
     Some(parse_metrics(&resp.text().await.ok()?))
 }
 
-pub fn wal_stats(before: WalCounters, after: WalCounters) -> WalStats {
+pub fn wal_stats(before: NodeCounters, after: NodeCounters) -> WalStats {
     let puts = (after.puts - before.puts).max(0.0);
     let per = |v: f64| if puts > 0.0 { v / puts } else { 0.0 };
     WalStats {
@@ -164,6 +177,18 @@ pub fn wal_stats(before: WalCounters, after: WalCounters) -> WalStats {
         mean_put_bytes: per(after.put_bytes - before.put_bytes),
         mean_put_ms: per(after.put_seconds - before.put_seconds) * 1000.0,
     }
+}
+
+/// What compaction did over the run; `None` when no run was applied.
+pub fn compaction_stats(before: NodeCounters, after: NodeCounters) -> Option<CompactionStats> {
+    let bytes_in = after.compaction_bytes_in - before.compaction_bytes_in;
+    let seconds = after.compaction_seconds - before.compaction_seconds;
+    (bytes_in > 0.0).then(|| CompactionStats {
+        bytes_in: bytes_in as u64,
+        bytes_out: (after.compaction_bytes_out - before.compaction_bytes_out).max(0.0) as u64,
+        seconds,
+        mb_per_sec_in: if seconds > 0.0 { bytes_in / seconds / 1e6 } else { 0.0 },
+    })
 }
 
 #[cfg(test)]
@@ -215,15 +240,32 @@ mod tests {
         let after = parse_metrics(text);
         assert_eq!(
             after,
-            WalCounters {
+            NodeCounters {
                 puts: 10.0,
                 put_seconds: 0.02,
-                put_bytes: 40960.0
+                put_bytes: 40960.0,
+                ..NodeCounters::default()
             }
         );
-        let w = wal_stats(WalCounters::default(), after);
+        let w = wal_stats(NodeCounters::default(), after);
         assert_eq!(w.puts, 10);
         assert_eq!(w.mean_put_bytes, 4096.0);
         assert!((w.mean_put_ms - 2.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn compaction_throughput_is_input_bytes_over_the_time_of_applied_runs() {
+        let text = "sluice_compaction_bytes_in_total 30000000\nsluice_compaction_bytes_out_total 1000000\n\
+                    sluice_compaction_seconds_sum{outcome=\"applied\"} 1.5\n\
+                    sluice_compaction_seconds_sum{outcome=\"rejected\"} 9\n";
+        let before = NodeCounters {
+            compaction_bytes_in: 10_000_000.0,
+            compaction_seconds: 0.5,
+            ..NodeCounters::default()
+        };
+        let c = compaction_stats(before, parse_metrics(text)).unwrap();
+        assert_eq!((c.bytes_in, c.bytes_out), (20_000_000, 1_000_000));
+        assert!((c.mb_per_sec_in - 20.0).abs() < 1e-9);
+        assert!(compaction_stats(before, before).is_none(), "no run, no figures");
     }
 }

@@ -138,6 +138,7 @@ impl Meta {
             pending: None,
             last_answer: Instant::now(),
             unsettled: None,
+            last_id: None,
         };
         loop {
             match core.catch_up().await {
@@ -281,6 +282,10 @@ struct Core {
     /// the log or sits on a slot freed by truncation. Nothing is read or
     /// applied from it on until that is known (see [`Core::settle_orphan`]).
     unsettled: Option<LogIndex>,
+    /// The proposal id of the entry at the view's applied index (`None`
+    /// after loading a snapshot): what the slot before the next one read
+    /// or appended must still hold (see [`Core::predecessor_holds`]).
+    last_id: Option<u64>,
 }
 
 struct Pending {
@@ -392,6 +397,33 @@ impl Core {
                 return Err(MetaError::Unavailable(e));
             }
         };
+        if entries.is_empty() {
+            return Ok(0);
+        }
+        // The slots just read may have been freed by truncation and written
+        // again by a node as far behind as we are (an orphan): applying one
+        // would fork this view from everyone else's (the simulation, seed
+        // 146: a stalled node read its own orphans back, believed a flush
+        // committed that the log never held, and deleted the WAL segments
+        // that were the only copy of acknowledged records). Truncation
+        // deletes in ascending order, so if the slot before them still holds
+        // the entry we applied there, none of them had been freed when read.
+        match self.predecessor_holds(from, Instant::now() + limit).await {
+            Some(true) => {}
+            Some(false) => {
+                crate::telemetry::count("sluice_meta_truncated_reads_total", &[]);
+                tracing::warn!(%from, "the log was truncated past this node's view while it read; reloading the snapshot");
+                let before = self.shared.view.read().unwrap().applied;
+                self.reload_snapshot().await?;
+                let advanced = self.shared.view.read().unwrap().applied > before;
+                return Ok(usize::from(advanced));
+            }
+            None => {
+                return Err(MetaError::Unavailable(format!(
+                    "could not tell whether log entries from {from} follow the log"
+                )))
+            }
+        }
         let n = entries.len();
         for (index, bytes) in entries {
             let entry =
@@ -413,6 +445,7 @@ impl Core {
                 .observe(&view, me.epoch.map(|e| (&me.node, e)));
             outcomes
         };
+        self.last_id = Some(entry.proposal_id);
         // Publish the index before answering: a proposer that got its
         // outcome must find `applied()` at or past its entry.
         self.shared.applied.send_replace(index);
@@ -507,7 +540,7 @@ impl Core {
             match appended {
                 Ok(AppendOutcome::Appended) => {
                     self.set_reachable(true);
-                    match self.predecessor_exists(index, deadline).await {
+                    match self.predecessor_holds(index, deadline).await {
                         Some(true) => self.apply(index, &entry),
                         // We appended on an index freed by truncation: nobody
                         // will ever read it. Reload from the snapshot.
@@ -541,12 +574,15 @@ impl Core {
         Ok(())
     }
 
-    /// Whether the entry before `index` is in the log, asked until the store
-    /// answers or `deadline` passes (`None`: not known). Truncation deletes
-    /// in ascending order, so a present predecessor proves `index` was never
-    /// freed; a missing one means it was (or that the log moved on past a
-    /// snapshot that holds it: reloading that snapshot is right either way).
-    async fn predecessor_exists(&self, index: LogIndex, deadline: Instant) -> Option<bool> {
+    /// Whether the slot before `index` still holds the entry this view
+    /// applied there (by proposal id; any entry when the view came from a
+    /// snapshot), asked until the store answers or `deadline` passes
+    /// (`None`: not known). Truncation deletes in ascending order, so an
+    /// unchanged predecessor proves `index` had not been freed when it was
+    /// read or appended before this call; a missing or different one means
+    /// it may have been (or that the log moved on past a snapshot that holds
+    /// it: reloading that snapshot is right either way).
+    async fn predecessor_holds(&self, index: LogIndex, deadline: Instant) -> Option<bool> {
         if index.0 <= 1 {
             return Some(true);
         }
@@ -557,7 +593,17 @@ impl Core {
                 .max(Duration::from_millis(1));
             let read = self.log.read_from(LogIndex(index.0 - 1), 1);
             match self.request(limit, read).await {
-                Ok(v) => return Some(!v.is_empty()),
+                Ok(v) => {
+                    let Some((_, bytes)) = v.first() else {
+                        return Some(false);
+                    };
+                    let Some(expected) = self.last_id else {
+                        return Some(true);
+                    };
+                    // An undecodable predecessor is not the entry we applied.
+                    let id = decode_entry("predecessor", bytes).map(|e| e.proposal_id).ok();
+                    return Some(id == Some(expected));
+                }
                 Err(_) if Instant::now() >= deadline => return None,
                 Err(e) => {
                     tracing::debug!(error = %e, %index, "could not read the predecessor of our entry; retrying");
@@ -578,7 +624,7 @@ impl Core {
         let Some(index) = self.unsettled else {
             return Ok(());
         };
-        match self.predecessor_exists(index, Instant::now() + limit).await {
+        match self.predecessor_holds(index, Instant::now() + limit).await {
             Some(true) => {
                 self.unsettled = None;
                 Ok(())
@@ -614,6 +660,7 @@ impl Core {
                 decode_snapshot(&format!("snapshot {index}"), &bytes).map_err(|e| MetaError::Corrupt(e.to_string()))?;
             if v.applied > self.shared.view.read().unwrap().applied {
                 *self.shared.view.write().unwrap() = v;
+                self.last_id = None;
                 self.shared.applied.send_replace(index);
             }
         }

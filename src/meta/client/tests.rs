@@ -168,6 +168,63 @@ async fn a_proposal_on_a_truncated_index_is_not_applied() {
     assert!(!lagging.view().nodes.contains_key(&NodeId::new("n2")));
 }
 
+/// The simulation, seed 146: a stalled node lagging below a truncation
+/// read back entries written on freed slots (its own, whose replies were
+/// lost, or any other laggard's) and applied them as the log. Reading on
+/// from a slot whose predecessor no longer holds the entry this view
+/// applied there must reload the snapshot instead.
+#[tokio::test]
+async fn entries_on_slots_freed_by_truncation_are_never_read_as_the_log() {
+    let log = MemoryLog::new();
+    let dyn_log: DynLog = Arc::new(log.clone());
+    let m = registered(&dyn_log, "n1").await;
+    let slow = MetaConfig {
+        poll_interval: Duration::from_secs(3600),
+        ..MetaConfig::default()
+    };
+    let lagging = Meta::open(dyn_log.clone(), NodeId::new("n2"), slow).await.unwrap();
+    assert_eq!(lagging.applied(), LogIndex(1));
+    for name in ["a", "b", "c", "d"] {
+        m.propose(Command::CreateTopic {
+            name: name.into(),
+            partitions: 1,
+            config: Default::default(),
+        })
+        .await
+        .unwrap();
+    }
+    let snapshot = Bytes::from(encode_snapshot(&m.view()));
+    log.put_snapshot(LogIndex(5), snapshot).await.unwrap();
+    log.truncate_before(LogIndex(6)).await.unwrap();
+    // Another laggard (or this node, whose reply was lost) wrote on the
+    // freed slots 2 and 3; nothing there is the log any more.
+    for (index, topic) in [(2, "orphan-1"), (3, "orphan-2")] {
+        let entry = LogEntry {
+            proposer: Proposer {
+                node: NodeId::new("n3"),
+                epoch: None,
+            },
+            proposal_id: index,
+            commands: vec![Command::CreateTopic {
+                name: topic.into(),
+                partitions: 1,
+                config: Default::default(),
+            }],
+        };
+        let put = log.append_at(LogIndex(index), Bytes::from(encode_entry(&entry))).await;
+        assert_eq!(put.unwrap(), AppendOutcome::Appended);
+    }
+    assert!(lagging.sync(Duration::from_secs(5)).await);
+    let view = lagging.view();
+    assert!(
+        !view.topics.contains_key("orphan-1"),
+        "applied an entry on a freed slot"
+    );
+    assert!(!view.topics.contains_key("orphan-2"));
+    assert_eq!(view.applied, LogIndex(5), "it moved to the snapshot instead");
+    assert!(view.topics.contains_key("d"));
+}
+
 /// A log whose one-entry reads (a proposer checking its entry's
 /// predecessor) fail while `blind` is set.
 #[derive(Debug, Clone, Default)]
