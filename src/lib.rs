@@ -6,7 +6,7 @@
 //! - [`ids`]: newtypes for every number that fences or orders.
 //! - [`clock`]: injected time; the one place that reads the wall clock.
 //! - [`store`]: the object-store trait and its backends (memory, local
-//!   filesystem, fault injection).
+//!   filesystem, S3), fault injection, and request accounting.
 //! - [`format`]: bounded decoding shared by every stored format.
 //! - [`batch`]: the Kafka record batch format (and its compression codecs,
 //!   and `batch::marker`, transaction markers): what the WAL, data objects

@@ -38,6 +38,7 @@ mod floor;
 mod http;
 mod kafka;
 pub mod kafka_proto;
+pub mod prices;
 mod report;
 mod server;
 mod stats;
@@ -266,7 +267,7 @@ impl BenchCmd {
             None => None,
         };
 
-        let wal_before = server::scrape(&client, &args.url).await;
+        let metrics_before = server::scrape(&client, &args.url).await;
         let proc_before = args.server_pid.map(server::sample).transpose()?;
         let rss = args.server_pid.map(server::RssWatch::start);
 
@@ -339,9 +340,12 @@ impl BenchCmd {
                 report.duration_sec,
             ));
         }
-        if let (Some(before), Some(after)) = (wal_before, server::scrape(&client, &args.url).await) {
-            report.wal = Some(server::wal_stats(before, after));
-            report.compaction = server::compaction_stats(before, after);
+        if let (Some(before), Some(after)) = (metrics_before, server::scrape(&client, &args.url).await) {
+            let (b, a) = (server::parse_metrics(&before), server::parse_metrics(&after));
+            report.wal = Some(server::wal_stats(b, a));
+            report.compaction = server::compaction_stats(b, a);
+            let requests = prices::parse_requests(&after).since(&prices::parse_requests(&before));
+            report.cost = prices::Cost::of(requests, report.bytes);
         }
         Ok(report)
     }

@@ -56,6 +56,9 @@ pub struct Report {
     pub wal: Option<WalStats>,
     /// Compaction runs the node applied during the load.
     pub compaction: Option<CompactionStats>,
+    /// The node's object-store and metadata requests during the load, per
+    /// GiB of record bytes, and their price.
+    pub cost: Option<super::prices::Cost>,
 }
 
 /// The floor measured before the load: bare create-if-absent PUTs.
@@ -168,6 +171,7 @@ impl Report {
             server: None,
             wal: None,
             compaction: None,
+            cost: None,
         }
     }
 
@@ -277,6 +281,22 @@ impl Report {
                 c.mb_per_sec_in
             );
         }
+        if let Some(c) = &self.cost {
+            let dollars: Vec<String> = c
+                .dollars_per_gib
+                .iter()
+                .map(|(class, d)| format!("${d:.4} on {class}"))
+                .collect();
+            let _ = writeln!(
+                out,
+                "  requests per GiB: {:.0} WAL PUTs, {:.0} data PUTs, {:.0} in all; per GiB {} (request prices of {})",
+                c.wal_puts_per_gib,
+                c.data_puts_per_gib,
+                c.requests_per_gib,
+                dollars.join(", "),
+                c.prices_as_of
+            );
+        }
         out
     }
 }
@@ -372,6 +392,7 @@ mod tests {
             "server",
             "wal",
             "compaction",
+            "cost",
         ] {
             assert!(v.get(key).is_some(), "missing {key} in {v}");
         }

@@ -154,9 +154,9 @@ pub fn parse_metrics(text: &str) -> NodeCounters {
     c
 }
 
-/// The node's counters from `{url}/metrics`; `None` when it does not
-/// answer (the report then has no `wal` or `compaction` figures).
-pub async fn scrape(client: &reqwest::Client, url: &str) -> Option<NodeCounters> {
+/// The node's `{url}/metrics` text; `None` when it does not answer (the
+/// report then has no `wal`, `compaction` or `cost` figures).
+pub async fn scrape(client: &reqwest::Client, url: &str) -> Option<String> {
     let resp = client
         .get(format!("{url}/metrics"))
         .timeout(Duration::from_secs(5))
@@ -166,7 +166,7 @@ pub async fn scrape(client: &reqwest::Client, url: &str) -> Option<NodeCounters>
     if !resp.status().is_success() {
         return None;
     }
-    Some(parse_metrics(&resp.text().await.ok()?))
+    resp.text().await.ok()
 }
 
 pub fn wal_stats(before: NodeCounters, after: NodeCounters) -> WalStats {

@@ -15,7 +15,8 @@ use async_trait::async_trait;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
+    AttributeDefinition, AttributeValue, BillingMode, ConsumedCapacity, KeySchemaElement, KeyType,
+    ReturnConsumedCapacity, ScalarAttributeType,
 };
 use aws_sdk_dynamodb::Client;
 use bytes::Bytes;
@@ -130,6 +131,24 @@ impl DynamoLog {
         anyhow::bail!("table {} did not become active", self.table)
     }
 
+    /// Count one request: `sluice_meta_requests_total{op,outcome}`, and the
+    /// capacity units DynamoDB says it consumed (asked for on every request;
+    /// rounded up to whole units, which strongly consistent reads and all
+    /// writes are on on-demand tables) as
+    /// `sluice_meta_capacity_units_total{op,kind}`.
+    fn account(op: &'static str, ok: bool, capacity: Option<&ConsumedCapacity>) {
+        let outcome = if ok { "ok" } else { "error" };
+        crate::telemetry::count("sluice_meta_requests_total", &[("op", op), ("outcome", outcome)]);
+        if let Some(units) = capacity.and_then(|c| c.capacity_units()) {
+            let kind = if op == "Query" { "read" } else { "write" };
+            crate::telemetry::count_n(
+                "sluice_meta_capacity_units_total",
+                &[("op", op), ("kind", kind)],
+                units.ceil() as u64,
+            );
+        }
+    }
+
     fn error<E: std::error::Error + Send + Sync + 'static>(
         &self,
         op: &'static str,
@@ -183,7 +202,8 @@ impl MetaLog for DynamoLog {
             .table_name(&self.table)
             .item("pk", AttributeValue::S(self.pk.clone()))
             .item("sk", AttributeValue::N(index.0.to_string()))
-            .condition_expression("attribute_not_exists(pk)");
+            .condition_expression("attribute_not_exists(pk)")
+            .return_consumed_capacity(ReturnConsumedCapacity::Total);
         if entry.len() > INLINE_LIMIT {
             // The object's name is unique to this content; only the item that
             // wins the index makes it part of the log.
@@ -196,11 +216,24 @@ impl MetaLog for DynamoLog {
             put = put.item("entry", AttributeValue::B(entry.to_vec().into()));
         }
         match put.send().await {
-            Ok(_) => Ok(AppendOutcome::Appended),
+            Ok(r) => {
+                Self::account("PutItem", true, r.consumed_capacity());
+                Ok(AppendOutcome::Appended)
+            }
             Err(SdkError::ServiceError(e)) if matches!(e.err(), PutItemError::ConditionalCheckFailedException(_)) => {
+                // A failed condition is a served request, billed like a write.
+                Self::account("PutItem", true, None);
+                crate::telemetry::count_n(
+                    "sluice_meta_capacity_units_total",
+                    &[("op", "PutItem"), ("kind", "write")],
+                    1,
+                );
                 Ok(AppendOutcome::IndexTaken)
             }
-            Err(e) => Err(self.error("PutItem", index, e)),
+            Err(e) => {
+                Self::account("PutItem", false, None);
+                Err(self.error("PutItem", index, e))
+            }
         }
     }
 
@@ -220,9 +253,15 @@ impl MetaLog for DynamoLog {
                 .expression_attribute_values(":from", AttributeValue::N(from.0.to_string()))
                 .limit(limit)
                 .set_exclusive_start_key(start_key.take())
+                .return_consumed_capacity(ReturnConsumedCapacity::Total)
                 .send()
-                .await
-                .map_err(|e| self.error("Query", from, e))?;
+                .await;
+            Self::account(
+                "Query",
+                resp.is_ok(),
+                resp.as_ref().ok().and_then(|r| r.consumed_capacity()),
+            );
+            let resp = resp.map_err(|e| self.error("Query", from, e))?;
             for item in resp.items() {
                 let index = match item.get("sk") {
                     Some(AttributeValue::N(n)) => n.parse::<u64>().map(LogIndex).ok(),
@@ -264,9 +303,15 @@ impl MetaLog for DynamoLog {
                 .projection_expression("sk, #r")
                 .expression_attribute_names("#r", "ref")
                 .limit(100)
+                .return_consumed_capacity(ReturnConsumedCapacity::Total)
                 .send()
-                .await
-                .map_err(|e| self.error("Query", index, e))?;
+                .await;
+            Self::account(
+                "Query",
+                resp.is_ok(),
+                resp.as_ref().ok().and_then(|r| r.consumed_capacity()),
+            );
+            let resp = resp.map_err(|e| self.error("Query", index, e))?;
             if resp.items().is_empty() {
                 break;
             }
@@ -274,14 +319,21 @@ impl MetaLog for DynamoLog {
             // index must find its predecessor gone (see `client.rs`).
             for item in resp.items() {
                 let sk = item.get("sk").cloned().unwrap_or(AttributeValue::N("0".into()));
-                self.client
+                let deleted = self
+                    .client
                     .delete_item()
                     .table_name(&self.table)
                     .key("pk", AttributeValue::S(self.pk.clone()))
                     .key("sk", sk)
+                    .return_consumed_capacity(ReturnConsumedCapacity::Total)
                     .send()
-                    .await
-                    .map_err(|e| self.error("DeleteItem", index, e))?;
+                    .await;
+                Self::account(
+                    "DeleteItem",
+                    deleted.is_ok(),
+                    deleted.as_ref().ok().and_then(|r| r.consumed_capacity()),
+                );
+                deleted.map_err(|e| self.error("DeleteItem", index, e))?;
                 if let Some(AttributeValue::S(k)) = item.get("ref") {
                     self.objects.delete(k).await?;
                 }

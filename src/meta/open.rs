@@ -20,6 +20,6 @@ pub async fn open_url(
         let log = super::dynamo_log::DynamoLog::open(url, dynamodb_endpoint, s3.region.as_deref(), objects).await?;
         return Ok(std::sync::Arc::new(log));
     }
-    let store = crate::store::open_url(url, s3).await?;
+    let store = crate::store::CountedStore::wrap(crate::store::open_url(url, s3).await?, "meta");
     Ok(std::sync::Arc::new(super::store_log::StoreLog::new(store, "")))
 }

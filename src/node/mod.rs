@@ -68,13 +68,16 @@ pub struct Backends {
 
 impl Backends {
     pub async fn open(config: &Config) -> anyhow::Result<Self> {
-        let data = crate::store::open_url(&config.object_store, &config.s3).await?;
-        let wal = crate::store::open_url(&config.wal_store, &config.s3).await?;
+        // Every request is counted by what the store holds (`store::counted`).
+        use crate::store::CountedStore;
+        let raw_data = crate::store::open_url(&config.object_store, &config.s3).await?;
+        let data = CountedStore::wrap(raw_data.clone(), "data");
+        let wal = CountedStore::wrap(crate::store::open_url(&config.wal_store, &config.s3).await?, "wal");
         let log = crate::meta::open::open_url(
             &config.metadata,
             &config.s3,
             config.dynamodb_endpoint.as_deref(),
-            data.clone(),
+            CountedStore::wrap(raw_data, "meta"),
         )
         .await?;
         Ok(Self { data, wal, log })

@@ -8,6 +8,7 @@
 //! give up) or *indeterminate* (may have taken effect; settle by reading back).
 
 pub mod conformance;
+pub mod counted;
 pub mod faulty;
 pub mod local;
 pub mod memory;
@@ -18,6 +19,7 @@ use bytes::Bytes;
 use std::ops::Range;
 use std::sync::Arc;
 
+pub use counted::CountedStore;
 pub use faulty::{FaultConfig, FaultStats, FaultyStore};
 pub use local::LocalStore;
 pub use memory::MemoryStore;

@@ -1,13 +1,14 @@
 """A compacted topic through Kafka clients.
 
-Usage: compacted.py BOOTSTRAP TOPIC produce KEYS ROUNDS
+Usage: compacted.py BOOTSTRAP TOPIC produce KEYS ROUNDS [VALUE_BYTES]
        compacted.py BOOTSTRAP TOPIC consume
 
 produce: creates TOPIC (one partition, cleanup.policy=compact,
 delete.retention.ms=0) through the admin API, sends ROUNDS rounds of
 updates to KEYS keys with confluent-kafka (the last round deletes every
 fifth key with a tombstone), then one record without a key, which the
-broker must refuse. Prints {"step": "produced", ...}.
+broker must refuse. A value is "v<round>-<key>", padded with "." to
+VALUE_BYTES when that is given. Prints {"step": "produced", ...}.
 
 consume: reads the partition from the beginning to its end with
 confluent-kafka and with kafka-python (when installed), each printing
@@ -21,9 +22,14 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 
-def produce(bootstrap, topic, keys, rounds):
+def value_of(r, k, value_bytes):
+    return f"v{r}-{k}".ljust(value_bytes, ".").encode()
+
+
+def produce(bootstrap, topic, keys, rounds, value_bytes):
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    config = {"cleanup.policy": "compact", "delete.retention.ms": "0"}
+    # Dirty ratio 0.01: compacted to the end whatever the last chunk holds.
+    config = {"cleanup.policy": "compact", "delete.retention.ms": "0", "min.cleanable.dirty.ratio": "0.01"}
     for _, f in admin.create_topics([NewTopic(topic, 1, config=config)], operation_timeout=10).items():
         f.result()
     p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 20, "enable.idempotence": True})
@@ -37,7 +43,7 @@ def produce(bootstrap, topic, keys, rounds):
     for r in range(rounds):
         for k in range(keys):
             tombstone = r == rounds - 1 and k % 5 == 0
-            value = None if tombstone else f"v{r}-{k}".encode()
+            value = None if tombstone else value_of(r, k, value_bytes)
             p.produce(topic, key=f"key{k}".encode(), value=value, on_delivery=done)
             sent += 1
         p.flush(30)
@@ -89,7 +95,8 @@ def consume_kafka_python(bootstrap, topic):
 def main():
     bootstrap, topic, phase = sys.argv[1], sys.argv[2], sys.argv[3]
     if phase == "produce":
-        produce(bootstrap, topic, int(sys.argv[4]), int(sys.argv[5]))
+        value_bytes = int(sys.argv[6]) if len(sys.argv) > 6 else 0
+        produce(bootstrap, topic, int(sys.argv[4]), int(sys.argv[5]), value_bytes)
         return
     records, high = consume_confluent(bootstrap, topic)
     print(json.dumps({"step": "consumed", "client": "confluent-kafka", "high": high, "records": records}), flush=True)

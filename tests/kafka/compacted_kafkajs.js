@@ -51,7 +51,10 @@ async function run() {
     clearTimeout(timer);
   }
   await consumer.disconnect();
-  process.stdout.write(`${JSON.stringify({ step: 'consumed', client: 'kafkajs', high, records })}\n`);
+  // To a pipe, stdout is asynchronous: exit only once the whole line is
+  // out (process.exit cut it at 64 KiB with 8,000 1 KiB values).
+  const line = `${JSON.stringify({ step: 'consumed', client: 'kafkajs', high, records })}\n`;
+  await new Promise((resolve) => process.stdout.write(line, resolve));
 }
 
 run().then(
