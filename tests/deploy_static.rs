@@ -364,6 +364,7 @@ fn the_dashboard_queries_only_metrics_the_code_emits() {
         "op",
         "outcome",
         "stream",
+        "max",
     ]
     .into();
     let mut used = BTreeSet::new();

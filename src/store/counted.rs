@@ -16,11 +16,6 @@ use bytes::Bytes;
 use std::ops::Range;
 use std::sync::Arc;
 
-/// The metric every request is counted in.
-pub const REQUESTS: &str = "sluice_object_store_requests_total";
-/// Bytes sent (PUT) and received (GET) by store and operation.
-pub const BYTES: &str = "sluice_object_store_bytes_total";
-
 #[derive(Debug)]
 pub struct CountedStore {
     inner: DynStore,
@@ -35,11 +30,19 @@ impl CountedStore {
 
     fn count<T>(&self, op: &str, result: &StoreResult<T>) {
         let outcome = if result.is_ok() { "ok" } else { "error" };
-        telemetry::count(REQUESTS, &[("store", self.store), ("op", op), ("outcome", outcome)]);
+        telemetry::count(
+            "sluice_object_store_requests_total",
+            &[("store", self.store), ("op", op), ("outcome", outcome)],
+        );
     }
 
     fn bytes(&self, op: &str, n: usize) {
-        telemetry::count_n(BYTES, &[("store", self.store), ("op", op)], n as u64);
+        // Bytes sent (PUT) and received (GET).
+        telemetry::count_n(
+            "sluice_object_store_bytes_total",
+            &[("store", self.store), ("op", op)],
+            n as u64,
+        );
     }
 }
 
@@ -84,7 +87,8 @@ mod tests {
     use crate::store::{FaultConfig, FaultyStore, MemoryStore};
 
     fn counted(text: &str, store: &str, op: &str, outcome: &str) -> u64 {
-        let name = format!("{REQUESTS}{{store=\"{store}\",op=\"{op}\",outcome=\"{outcome}\"}} ");
+        let name =
+            format!("sluice_object_store_requests_total{{store=\"{store}\",op=\"{op}\",outcome=\"{outcome}\"}} ");
         text.lines()
             .find_map(|l| l.strip_prefix(&name))
             .map_or(0, |v| v.trim().parse().unwrap())
@@ -110,7 +114,7 @@ mod tests {
         assert_eq!(delta("get_range", "ok"), 1);
         assert_eq!(delta("list", "ok"), 1);
         assert_eq!(delta("delete", "ok"), 1);
-        assert!(after.contains(&format!("{BYTES}{{store=\"test-counted\",op=\"put\"}} 5")));
+        assert!(after.contains("sluice_object_store_bytes_total{store=\"test-counted\",op=\"put\"} 5"));
 
         let failing = FaultyStore::new(
             Arc::new(MemoryStore::new()),
