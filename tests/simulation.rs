@@ -90,8 +90,14 @@ use std::time::Instant;
 ///   transaction of that epoch before its marker reached its partition; the
 ///   partition's last stable offset stayed below it forever (fixed:
 ///   Complete names the transaction by the index it began at).
+/// - 146: a stalled node read its own entries on slots freed by truncation
+///   back as the log and deleted WAL segments of acknowledged records
+///   (fixed: a read is accepted only if the slot before it is unchanged).
+/// - 420: a sync from below the log's truncation read nothing and passed
+///   for caught up; a partition leader judged a current abort marker late
+///   and an aborted batch stayed visible (fixed: a sync confirms its end).
 const PINNED: &[u64] = &[
-    8, 10, 12, 16, 25, 26, 27, 45, 50, 60, 61, 66, 68, 89, 90, 110, 143, 504, 591, 935, 6325,
+    8, 10, 12, 16, 25, 26, 27, 45, 50, 60, 61, 66, 68, 89, 90, 110, 143, 146, 420, 504, 591, 935, 6325,
 ];
 
 /// Seeds that fail because of a bug in `src/` that is not fixed yet, with

@@ -312,14 +312,7 @@ impl Core {
                         None => return,
                     },
                     Some(reply) = sync_rx.recv() => {
-                        // Everything committed so far: read until nothing new.
-                        let caught_up = loop {
-                            match self.catch_up().await {
-                                Ok(0) => break true,
-                                Ok(_) => {}
-                                Err(_) => break false,
-                            }
-                        };
+                        let caught_up = self.read_to_end().await;
                         let _ = reply.send(caught_up);
                         continue;
                     }
@@ -375,6 +368,49 @@ impl Core {
             Ok(Err(e)) => Err(e.to_string()),
             Err(_) => Err(format!("metadata log request did not answer within {limit:?}")),
         }
+    }
+
+    /// Everything committed so far, applied: read until nothing new, then
+    /// make sure "nothing new" is the log's end and not slots freed by
+    /// truncation below it. A node cut off from the store while two
+    /// snapshots were taken finds nothing at its next index either, and a
+    /// caller that syncs to judge by the newest state (a transaction
+    /// marker, simulation seed 420) must not be handed that stale view: it
+    /// took a current marker for a late one and the partition kept an
+    /// aborted transaction's batch visible. The check is one more read,
+    /// paid by `sync` only; the idle tail stays at one request a poll.
+    async fn read_to_end(&mut self) -> bool {
+        // Each round either applies entries or moves to a newer snapshot;
+        // the bound only keeps a store that answers inconsistently from
+        // holding the core here.
+        for _ in 0..64 {
+            match self.catch_up().await {
+                Ok(0) => {}
+                Ok(_) => continue,
+                Err(_) => return false,
+            }
+            let from = self.shared.view.read().unwrap().applied.next();
+            let deadline = Instant::now() + self.config.request_timeout;
+            match self.predecessor_holds(from, deadline).await {
+                Some(true) => return true,
+                None => return false,
+                Some(false) => {
+                    crate::telemetry::count("sluice_meta_truncated_reads_total", &[]);
+                    tracing::warn!(%from, "this node's view is below the log's truncation; reloading the snapshot");
+                    let before = self.shared.view.read().unwrap().applied;
+                    if self.reload_snapshot().await.is_err() {
+                        return false;
+                    }
+                    if self.shared.view.read().unwrap().applied <= before {
+                        // No newer snapshot: a view that is the newest
+                        // snapshot, with nothing after it, is the end (the
+                        // entries after the newest snapshot are never freed).
+                        return self.last_id.is_none();
+                    }
+                }
+            }
+        }
+        false
     }
 
     /// Read and apply whatever entries are available. Returns how many.

@@ -390,6 +390,40 @@ async fn sync_reads_what_another_node_committed_without_waiting_for_a_poll() {
 }
 
 #[tokio::test]
+async fn sync_from_below_the_logs_truncation_reaches_the_newest_state() {
+    let log: DynLog = Arc::new(MemoryLog::new());
+    let a = registered(&log, "a").await;
+    let slow = MetaConfig {
+        poll_interval: Duration::from_secs(3600),
+        ..MetaConfig::default()
+    };
+    let b = Meta::open(log.clone(), NodeId::new("b"), slow).await.unwrap();
+    let behind = b.applied();
+    // Three snapshots while b does not read: the slots after its view are
+    // gone (each truncation keeps the entries since the previous snapshot).
+    for name in ["t1", "t2", "t3"] {
+        a.propose(Command::CreateTopic {
+            name: name.into(),
+            partitions: 1,
+            config: Default::default(),
+        })
+        .await
+        .unwrap();
+        a.snapshot_and_truncate().await.unwrap();
+    }
+    assert!(log.read_from(behind.next(), 10).await.unwrap().is_empty());
+    assert!(
+        b.sync(Duration::from_secs(5)).await,
+        "the log is readable: sync reaches its end"
+    );
+    assert!(
+        b.view().topics.contains_key("t3"),
+        "an empty read below the truncation is not the log's end"
+    );
+    assert_eq!(b.applied(), a.applied());
+}
+
+#[tokio::test]
 async fn sync_says_when_it_could_not_reach_the_log() {
     use crate::meta::store_log::StoreLog;
     use crate::store::{FaultConfig, FaultyStore, MemoryStore};
