@@ -163,6 +163,21 @@ pub struct ServeArgs {
     #[arg(long, env = "SLUICE_WAL_MAX_INFLIGHT", default_value_t = 4)]
     pub wal_max_inflight: usize,
 
+    /// WAL PUTs per second this node may make for segments that are not
+    /// full: a number, `off`, or `auto` (the default for the WAL store's
+    /// kind; today `off` on every kind, see docs/configuration.md).
+    #[arg(long, env = "SLUICE_WAL_PUT_RATE", default_value = "auto")]
+    pub wal_put_rate: String,
+
+    /// PUTs the WAL budget lets go at once after a quiet spell.
+    #[arg(long, env = "SLUICE_WAL_PUT_BURST", default_value_t = 4)]
+    pub wal_put_burst: u32,
+
+    /// With a WAL PUT budget: an append that has waited this many
+    /// milliseconds goes in a PUT without a token (0: no target).
+    #[arg(long, env = "SLUICE_WAL_LATENCY_TARGET_MS", default_value_t = 0)]
+    pub wal_latency_target_ms: u64,
+
     /// A stream's tail is flushed to a data object at this many bytes.
     #[arg(long, env = "SLUICE_FLUSH_BYTES", default_value_t = 8 << 20)]
     pub flush_bytes: usize,
@@ -301,6 +316,8 @@ pub struct Config {
     pub wal_linger: Duration,
     pub wal_segment_bytes: usize,
     pub wal_max_inflight: usize,
+    pub wal_budget: Option<crate::wal::budget::BudgetConfig>,
+    pub wal_latency_target: Option<Duration>,
     pub flush_bytes: usize,
     pub flush_interval: Duration,
     pub max_buffered_bytes: usize,
@@ -446,6 +463,23 @@ impl ServeArgs {
         Ok(())
     }
 
+    /// `--wal-put-rate` and `--wal-put-burst` for a WAL on `wal_store`.
+    /// `auto` is no budget on every kind until the frontier measurement
+    /// (issue 20) picks the figure for `s3://`.
+    fn wal_budget(&self, _wal_store: &str) -> Result<Option<crate::wal::budget::BudgetConfig>, String> {
+        match self.wal_put_rate.as_str() {
+            "off" | "auto" => Ok(None),
+            rate => {
+                let rate: f64 = rate
+                    .parse()
+                    .map_err(|_| format!("--wal-put-rate {rate:?} must be a number of PUTs per second, off or auto"))?;
+                crate::wal::budget::BudgetConfig::new(rate, self.wal_put_burst)
+                    .map(Some)
+                    .map_err(|e| format!("--wal-put-rate/--wal-put-burst: {e}"))
+            }
+        }
+    }
+
     /// `--object-store`, `--wal-store` and `--metadata`, defaulted under
     /// `--data-dir` and checked for a scheme each accepts.
     fn resolve_stores(&self) -> Result<(String, String, String), String> {
@@ -501,6 +535,7 @@ impl ServeArgs {
             }
         }
         let (object_store, wal_store, metadata) = self.resolve_stores()?;
+        let wal_budget = self.wal_budget(&wal_store)?;
         let auth = self.auth == "on";
         let admin_token = match &self.admin_token_file {
             Some(path) => Some(read_admin_secret(path)?),
@@ -561,6 +596,9 @@ impl ServeArgs {
             wal_linger: Duration::from_millis(self.wal_linger_ms),
             wal_segment_bytes: self.wal_segment_bytes,
             wal_max_inflight: self.wal_max_inflight,
+            wal_budget,
+            wal_latency_target: (self.wal_latency_target_ms > 0)
+                .then(|| Duration::from_millis(self.wal_latency_target_ms)),
             flush_bytes: self.flush_bytes,
             flush_interval: Duration::from_secs(self.flush_interval_sec),
             max_buffered_bytes: self.max_buffered_bytes,

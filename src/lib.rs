@@ -19,7 +19,8 @@
 //!   aborted transactions, its last stable offset and what a committed read
 //!   leaves out (`meta::txn_index`), and the rule of a compaction's swap
 //!   of chunks (`meta::compaction`).
-//! - [`wal`]: segments, the group-commit writer, takeover and replay.
+//! - [`wal`]: segments, the group-commit writer (and its PUT budget,
+//!   `wal::budget`), takeover and replay.
 //! - [`stream`]: per-stream sequencers and buffers, data objects, reads,
 //!   and the pure plan and rewrite of log compaction (`stream::compact`).
 //! - [`api`]: what the front doors ask of a node, as capability traits

@@ -167,6 +167,8 @@ impl Node {
             linger: config.wal_linger,
             segment_bytes: config.wal_segment_bytes,
             max_inflight: config.wal_max_inflight,
+            budget: config.wal_budget,
+            latency_target: config.wal_latency_target,
         };
         let wal = WalWriter::start(backends.wal.clone(), id.clone(), epoch, wal_config);
         let peer = Arc::new(peer::PeerKey::default());

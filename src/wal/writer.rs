@@ -8,7 +8,11 @@
 //! in seq order. Every PUT is a create-if-absent of
 //! `wal/<node>/<epoch>/<seq>`, retried with the same key and bytes until it
 //! lands or the writer learns it is fenced. A seq is never skipped.
+//!
+//! With a PUT budget ([`super::budget`]) a segment that is not full also
+//! waits for a token (or for the latency target, when one is set).
 
+use super::budget::{BudgetConfig, PutBudget};
 use super::segment::{decode_wal_object, encode_segment, entry_encoded_len, Segment, WalEntry, WalObject};
 use crate::ids::{NodeEpoch, NodeId, Offset, SegmentSeq, StreamId};
 use crate::store::{DynStore, PutOutcome};
@@ -24,6 +28,12 @@ pub struct WalConfig {
     pub linger: Duration,
     pub segment_bytes: usize,
     pub max_inflight: usize,
+    /// PUTs per second this incarnation may make for segments that are not
+    /// full (`None`: no limit).
+    pub budget: Option<BudgetConfig>,
+    /// With a budget: a segment whose oldest append has waited this long
+    /// goes without a token.
+    pub latency_target: Option<Duration>,
 }
 
 impl Default for WalConfig {
@@ -32,6 +42,8 @@ impl Default for WalConfig {
             linger: Duration::from_millis(5),
             segment_bytes: 8 << 20,
             max_inflight: 4,
+            budget: None,
+            latency_target: None,
         }
     }
 }
@@ -44,6 +56,8 @@ impl WalConfig {
             linger: Duration::ZERO,
             segment_bytes: 1,
             max_inflight,
+            budget: None,
+            latency_target: None,
         }
     }
 }
@@ -101,6 +115,7 @@ struct State {
     /// Acknowledged segments not yet deleted, oldest first.
     retained: VecDeque<(SegmentSeq, SegmentEnds)>,
     fenced: Option<String>,
+    budget: Option<PutBudget>,
 }
 
 struct Shared {
@@ -125,6 +140,7 @@ impl WalWriter {
     /// Start writing `wal/<node>/<epoch>/` from seq 0.
     pub fn start(store: DynStore, node: NodeId, epoch: NodeEpoch, config: WalConfig) -> Self {
         let (fenced_tx, _) = watch::channel(false);
+        let budget = config.budget.map(|b| PutBudget::new(b, Instant::now()));
         let shared = Arc::new(Shared {
             node,
             epoch,
@@ -138,6 +154,7 @@ impl WalWriter {
                 next_to_ack: SegmentSeq::ZERO,
                 retained: VecDeque::new(),
                 fenced: None,
+                budget,
             }),
             wake: Notify::new(),
             fenced_tx,
@@ -265,7 +282,7 @@ fn fence(shared: &Shared, why: &str) {
 async fn cutter(shared: Arc<Shared>) {
     loop {
         let deadline = {
-            let s = shared.state.lock().unwrap();
+            let mut s = shared.state.lock().unwrap();
             if s.fenced.is_some() {
                 return;
             }
@@ -284,13 +301,24 @@ async fn cutter(shared: Arc<Shared>) {
                     let first_unlanded = s.next_seq > SegmentSeq::ZERO && s.next_to_ack == SegmentSeq::ZERO;
                     let slot = s.inflight < shared.config.max_inflight && !first_unlanded;
                     let lingered = first.elapsed() >= shared.config.linger;
-                    if slot && (full || idle || lingered) {
-                        Some(Instant::now())
-                    } else if slot {
-                        Some(first + shared.config.linger)
+                    let now = Instant::now();
+                    let due = if full || idle || lingered {
+                        now
                     } else {
-                        None // wait for a PUT to finish (or seq 0 to land)
-                    }
+                        first + shared.config.linger
+                    };
+                    let due = match (&mut s.budget, full) {
+                        (Some(budget), false) => {
+                            let paced = due.max(budget.ready_at(now));
+                            match shared.config.latency_target {
+                                Some(target) => paced.min((first + target).max(due)),
+                                None => paced,
+                            }
+                        }
+                        _ => due,
+                    };
+                    // Otherwise wait for a PUT to finish (or seq 0 to land).
+                    slot.then_some(due)
                 }
             }
         };
@@ -310,6 +338,9 @@ async fn cutter(shared: Arc<Shared>) {
 fn cut(shared: &Arc<Shared>) {
     let (seq, waiting) = {
         let mut s = shared.state.lock().unwrap();
+        if let Some(budget) = &mut s.budget {
+            budget.spend(Instant::now());
+        }
         let waiting = std::mem::replace(&mut s.current, Waiting::new());
         let seq = s.next_seq;
         s.next_seq = seq.next();

@@ -269,3 +269,88 @@ async fn truncation_keeps_every_segment_a_failed_delete_left() {
     assert_eq!(left.len(), 1);
     assert_eq!(left[0].seq, SegmentSeq(39));
 }
+
+fn budgeted(puts_per_sec: f64, burst: u32, latency_target: Option<Duration>) -> WalConfig {
+    WalConfig {
+        budget: Some(BudgetConfig::new(puts_per_sec, burst).unwrap()),
+        latency_target,
+        ..WalConfig::default()
+    }
+}
+
+/// One append every 10 ms for `n` appends; the time each waited for its ack.
+async fn paced_appends(w: &WalWriter, n: u64) -> Vec<Duration> {
+    let mut acks = Vec::new();
+    for i in 0..n {
+        let sent = Instant::now();
+        let rx = w.append(entry(0, i, 1)).unwrap();
+        acks.push(tokio::spawn(async move {
+            rx.await.unwrap().unwrap();
+            sent.elapsed()
+        }));
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let mut waited = Vec::new();
+    for a in acks {
+        waited.push(a.await.unwrap());
+    }
+    waited
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_put_budget_makes_steady_appends_share_puts() {
+    let store: DynStore = Arc::new(MemoryStore::new());
+    let w = writer(store.clone(), budgeted(4.0, 1, None));
+    // 100 appends over 1 s: without a budget each goes alone (no PUT in
+    // flight on an instant store); with 4 PUTs/s they share about 5.
+    let waited = paced_appends(&w, 100).await;
+    let segs = segments(&store).await;
+    assert!((4..=7).contains(&segs.len()), "{} segments", segs.len());
+    assert_eq!(segs.iter().map(|s| s.entries.len()).sum::<usize>(), 100);
+    assert!(
+        waited.iter().all(|d| *d <= Duration::from_millis(260)),
+        "no append waits longer than one token: {:?}",
+        waited.iter().max()
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_lone_append_on_a_rested_budget_goes_at_once() {
+    let store: DynStore = Arc::new(MemoryStore::new());
+    let w = writer(store.clone(), budgeted(1.0, 2, None));
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let sent = Instant::now();
+    w.append(entry(0, 0, 1)).unwrap().await.unwrap().unwrap();
+    assert_eq!(sent.elapsed(), Duration::ZERO, "a token was there");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_latency_target_overrides_the_budget() {
+    let store: DynStore = Arc::new(MemoryStore::new());
+    let w = writer(store.clone(), budgeted(1.0, 1, Some(Duration::from_millis(50))));
+    let waited = paced_appends(&w, 100).await;
+    assert!(
+        waited.iter().all(|d| *d <= Duration::from_millis(60)),
+        "the target bounds the wait: {:?}",
+        waited.iter().max()
+    );
+    let segs = segments(&store).await;
+    assert!(segs.len() > 2, "the budget alone would allow 2 PUTs: {}", segs.len());
+    assert!(segs.len() < 100, "appends still share PUTs: {}", segs.len());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_full_segment_goes_without_a_token() {
+    let store: DynStore = Arc::new(MemoryStore::new());
+    let config = WalConfig {
+        segment_bytes: 1,
+        ..budgeted(0.001, 1, None)
+    };
+    let w = writer(store.clone(), config);
+    let sent = Instant::now();
+    for i in 0..3 {
+        w.append(entry(0, i, 1)).unwrap().await.unwrap().unwrap();
+    }
+    assert_eq!(sent.elapsed(), Duration::ZERO);
+    assert_eq!(segments(&store).await.len(), 3);
+}
