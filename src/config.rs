@@ -178,6 +178,12 @@ pub struct ServeArgs {
     #[arg(long, env = "SLUICE_WAL_LATENCY_TARGET_MS", default_value_t = 0)]
     pub wal_latency_target_ms: u64,
 
+    /// For benchmarks only: delay every object-store request as a model of
+    /// a cloud store would (`none`, `s3-standard`, `s3-express`; see
+    /// docs/benchmarks.md). Never set in production.
+    #[arg(long, env = "SLUICE_STORE_LATENCY_MODEL", default_value = "none")]
+    pub store_latency_model: String,
+
     /// A stream's tail is flushed to a data object at this many bytes.
     #[arg(long, env = "SLUICE_FLUSH_BYTES", default_value_t = 8 << 20)]
     pub flush_bytes: usize,
@@ -215,6 +221,12 @@ pub struct ServeArgs {
     /// Milliseconds between polls of the metadata log for other nodes' entries.
     #[arg(long, env = "SLUICE_META_POLL_MS", default_value_t = 100)]
     pub meta_poll_ms: u64,
+
+    /// Longest gap, in milliseconds, between polls of an idle metadata log:
+    /// each poll that finds nothing doubles the gap from --meta-poll-ms up
+    /// to this; an entry read or written resets it.
+    #[arg(long, env = "SLUICE_META_IDLE_POLL_MS", default_value_t = 800)]
+    pub meta_idle_poll_ms: u64,
 
     /// Seconds one request to the metadata log may take; past it the store counts as unreachable and
     /// metadata changes fail with 503 until it answers again.
@@ -318,6 +330,7 @@ pub struct Config {
     pub wal_max_inflight: usize,
     pub wal_budget: Option<crate::wal::budget::BudgetConfig>,
     pub wal_latency_target: Option<Duration>,
+    pub store_latency_model: Option<crate::store::latency::LatencyModel>,
     pub flush_bytes: usize,
     pub flush_interval: Duration,
     pub max_buffered_bytes: usize,
@@ -327,6 +340,7 @@ pub struct Config {
     pub http_max_read_bytes: usize,
     pub max_wait: Duration,
     pub meta_poll: Duration,
+    pub meta_idle_poll: Duration,
     pub metadata_request_timeout: Duration,
     pub transfer_timeout_heartbeats: u64,
     pub rebalance_threshold: usize,
@@ -536,6 +550,7 @@ impl ServeArgs {
         }
         let (object_store, wal_store, metadata) = self.resolve_stores()?;
         let wal_budget = self.wal_budget(&wal_store)?;
+        let store_latency_model = crate::store::latency::LatencyModel::parse(&self.store_latency_model)?;
         let auth = self.auth == "on";
         let admin_token = match &self.admin_token_file {
             Some(path) => Some(read_admin_secret(path)?),
@@ -599,6 +614,7 @@ impl ServeArgs {
             wal_budget,
             wal_latency_target: (self.wal_latency_target_ms > 0)
                 .then(|| Duration::from_millis(self.wal_latency_target_ms)),
+            store_latency_model,
             flush_bytes: self.flush_bytes,
             flush_interval: Duration::from_secs(self.flush_interval_sec),
             max_buffered_bytes: self.max_buffered_bytes,
@@ -608,6 +624,7 @@ impl ServeArgs {
             http_max_read_bytes: self.http_max_read_bytes,
             max_wait: Duration::from_millis(self.max_wait_ms),
             meta_poll: Duration::from_millis(self.meta_poll_ms.max(1)),
+            meta_idle_poll: Duration::from_millis(self.meta_idle_poll_ms.max(1)),
             metadata_request_timeout: Duration::from_secs(self.metadata_request_timeout_sec),
             transfer_timeout_heartbeats: crate::meta::liveness::heartbeats_for(self.transfer_timeout_sec.max(1), hb),
             rebalance_threshold: self.rebalance_threshold,

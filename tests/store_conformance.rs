@@ -20,6 +20,15 @@ async fn faulty_store_without_faults_conforms() {
     conformance::run_all(Arc::new(FaultyStore::new(inner, FaultConfig::default()))).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn counted_and_latency_model_wrappers_conform() {
+    use sluice::store::latency::{LatencyModel, LatencyStore};
+    use sluice::store::CountedStore;
+    let inner: DynStore = Arc::new(MemoryStore::new());
+    let modelled = LatencyStore::wrap(inner, LatencyModel::S3_EXPRESS, 3);
+    conformance::run_all(CountedStore::wrap(modelled, "conformance")).await;
+}
+
 #[tokio::test]
 async fn open_url_opens_memory_and_file_stores() {
     let dir = tempfile::tempdir().unwrap();

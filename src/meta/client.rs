@@ -20,8 +20,15 @@ use tokio::time::Instant;
 
 #[derive(Debug, Clone)]
 pub struct MetaConfig {
-    /// How often an idle node polls the log for entries of other nodes.
+    /// How often a node polls the log for entries of other nodes while
+    /// entries keep coming.
     pub poll_interval: Duration,
+    /// The longest gap between polls: each poll that finds nothing doubles
+    /// the gap up to this, and an entry read or proposed resets it. An
+    /// idle node tails the log at about one request per this interval
+    /// rather than one per `poll_interval` (on a store that bills each
+    /// GET, most of an idle node's cost).
+    pub idle_poll_max: Duration,
     /// How long a proposal may wait for its outcome.
     pub propose_timeout: Duration,
     /// How long one request to the log may take. A request that has not
@@ -38,6 +45,7 @@ impl Default for MetaConfig {
     fn default() -> Self {
         Self {
             poll_interval: Duration::from_millis(100),
+            idle_poll_max: Duration::from_millis(800),
             propose_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(2),
             read_batch: 256,
@@ -293,6 +301,14 @@ struct Pending {
     callers: Vec<(usize, Reply)>,
 }
 
+/// The gap before the next poll after `quiet` polls that found nothing:
+/// `poll_interval`, doubled per quiet poll, at most `idle_poll_max` (or
+/// `poll_interval`, when that is longer).
+fn poll_gap(config: &MetaConfig, quiet: u32) -> Duration {
+    let cap = config.idle_poll_max.max(config.poll_interval);
+    config.poll_interval.saturating_mul(1u32 << quiet.min(16)).min(cap)
+}
+
 impl Core {
     async fn run(
         mut self,
@@ -300,7 +316,10 @@ impl Core {
         mut sync_rx: mpsc::UnboundedReceiver<oneshot::Sender<bool>>,
     ) {
         let mut idle_polls = 0u32;
+        // Consecutive polls that found nothing: the gap before the next.
+        let mut quiet = 0u32;
         loop {
+            let gap = poll_gap(&self.config, quiet);
             let mut batch = Vec::new();
             while let Ok(p) = rx.try_recv() {
                 batch.push(p);
@@ -316,10 +335,16 @@ impl Core {
                         let _ = reply.send(caught_up);
                         continue;
                     }
-                    _ = tokio::time::sleep(self.config.poll_interval) => {
+                    _ = tokio::time::sleep(gap) => {
                         match self.catch_up().await {
-                            Ok(0) => idle_polls += 1,
-                            Ok(_) => idle_polls = 0,
+                            Ok(0) => {
+                                idle_polls += 1;
+                                quiet = quiet.saturating_add(1);
+                            }
+                            Ok(_) => {
+                                idle_polls = 0;
+                                quiet = 0;
+                            }
                             Err(MetaError::Corrupt(e)) => {
                                 tracing::error!(error = %e, "metadata log is corrupt; the tailer stops");
                                 return;
@@ -337,6 +362,7 @@ impl Core {
                     }
                 }
             }
+            quiet = 0;
             if let Err(MetaError::Corrupt(e)) = self.propose(batch).await {
                 tracing::error!(error = %e, "metadata log is corrupt; the tailer stops");
                 return;

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use futures::future::join_all;
 
-/// How many indices a read fetches at once while catching up.
+/// How many indices a read fetches at once, at most, while catching up.
 const READ_WINDOW: u64 = 16;
 
 #[derive(Debug, Clone)]
@@ -68,8 +68,13 @@ impl MetaLog for StoreLog {
     async fn read_from(&self, from: LogIndex, max: usize) -> StoreResult<Vec<(LogIndex, Bytes)>> {
         let mut out = Vec::new();
         let mut next = from;
+        // The first GET is the next slot alone: a tail that finds nothing,
+        // the common case, costs one request, not a window of them. Each
+        // round that comes back full doubles the window up to READ_WINDOW.
+        let mut grown = 1u64;
         while out.len() < max {
-            let window = READ_WINDOW.min((max - out.len()) as u64).max(1);
+            let window = grown.min((max - out.len()) as u64).max(1);
+            grown = (grown * 2).min(READ_WINDOW);
             let gets = (0..window).map(|i| {
                 let idx = LogIndex(next.0 + i);
                 let key = self.entry_key(idx);
@@ -122,5 +127,40 @@ impl MetaLog for StoreLog {
         }
         self.truncate_snapshots_before(index).await?;
         Ok(removed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{CountedStore, MemoryStore};
+    use std::sync::Arc;
+
+    fn gets(label: &str) -> u64 {
+        let name = format!("sluice_object_store_requests_total{{store=\"{label}\",op=\"get\",outcome=\"ok\"}} ");
+        crate::telemetry::render()
+            .lines()
+            .find_map(|l| l.strip_prefix(&name))
+            .map_or(0, |v| v.trim().parse().unwrap())
+    }
+
+    #[tokio::test]
+    async fn an_empty_tail_costs_one_get_and_a_backlog_is_read_whole() {
+        let label = "test-store-log-window";
+        let log = StoreLog::new(CountedStore::wrap(Arc::new(MemoryStore::new()), label), "meta/");
+        assert!(log.read_from(LogIndex(1), 256).await.unwrap().is_empty());
+        assert_eq!(gets(label), 1, "nothing to read: one GET");
+        for i in 1..=40 {
+            let outcome = log.append_at(LogIndex(i), Bytes::from(format!("e{i}"))).await.unwrap();
+            assert_eq!(outcome, AppendOutcome::Appended);
+        }
+        let before = gets(label);
+        let read = log.read_from(LogIndex(1), 256).await.unwrap();
+        let indices: Vec<u64> = read.iter().map(|(i, _)| i.0).collect();
+        assert_eq!(indices, (1..=40).collect::<Vec<_>>());
+        // Windows of 1, 2, 4, 8, 16, 16: 47 GETs for 40 entries and the end.
+        assert_eq!(gets(label) - before, 47);
+        let capped = log.read_from(LogIndex(5), 3).await.unwrap();
+        assert_eq!(capped.iter().map(|(i, _)| i.0).collect::<Vec<_>>(), [5, 6, 7]);
     }
 }

@@ -69,10 +69,19 @@ pub struct Backends {
 impl Backends {
     pub async fn open(config: &Config) -> anyhow::Result<Self> {
         // Every request is counted by what the store holds (`store::counted`).
+        // A benchmark's latency model (`store::latency`) sits below the count.
+        use crate::store::latency::LatencyStore;
         use crate::store::CountedStore;
-        let raw_data = crate::store::open_url(&config.object_store, &config.s3).await?;
+        let modelled = |store: crate::store::DynStore, seed: u64| match config.store_latency_model {
+            Some(model) => LatencyStore::wrap(store, model, seed),
+            None => store,
+        };
+        let raw_data = modelled(crate::store::open_url(&config.object_store, &config.s3).await?, 1);
         let data = CountedStore::wrap(raw_data.clone(), "data");
-        let wal = CountedStore::wrap(crate::store::open_url(&config.wal_store, &config.s3).await?, "wal");
+        let wal = CountedStore::wrap(
+            modelled(crate::store::open_url(&config.wal_store, &config.s3).await?, 2),
+            "wal",
+        );
         let log = crate::meta::open::open_url(
             &config.metadata,
             &config.s3,
@@ -140,6 +149,7 @@ impl Node {
         let id = NodeId::new(config.node_id.clone());
         let meta_config = MetaConfig {
             poll_interval: config.meta_poll,
+            idle_poll_max: config.meta_idle_poll,
             request_timeout: config.metadata_request_timeout,
             ..MetaConfig::default()
         };

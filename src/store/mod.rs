@@ -10,6 +10,7 @@
 pub mod conformance;
 pub mod counted;
 pub mod faulty;
+pub mod latency;
 pub mod local;
 pub mod memory;
 pub mod s3;

@@ -527,3 +527,17 @@ async fn a_proposal_to_a_store_that_stopped_answering_fails_within_the_request_t
     assert!(matches!(after, Ok(Outcome::TopicCreated(_))), "{after:?}");
     assert!(m.reachable());
 }
+
+#[test]
+fn an_idle_tail_backs_off_to_its_cap_and_a_slow_base_is_kept() {
+    let config = MetaConfig::default();
+    let gaps: Vec<u64> = (0..6).map(|q| poll_gap(&config, q).as_millis() as u64).collect();
+    assert_eq!(gaps, [100, 200, 400, 800, 800, 800]);
+    assert_eq!(poll_gap(&config, u32::MAX), Duration::from_millis(800));
+    let slow = MetaConfig {
+        poll_interval: Duration::from_secs(3600),
+        ..MetaConfig::default()
+    };
+    assert_eq!(poll_gap(&slow, 0), Duration::from_secs(3600));
+    assert_eq!(poll_gap(&slow, 5), Duration::from_secs(3600));
+}
