@@ -44,6 +44,12 @@ def args():
     p.add_argument("--bootstrap", required=True, help="host:port of one Kafka listener")
     p.add_argument("--topic", default="bench-kafka")
     p.add_argument("--http", help="create the topic through this HTTP base URL first")
+    p.add_argument(
+        "--kafka-create",
+        action="store_true",
+        help="create the topic with --partitions through Kafka CreateTopics first (any broker)",
+    )
+    p.add_argument("--idempotent", action="store_true", help="enable.idempotence=true (default false)")
     p.add_argument("--partitions", type=int, default=4, help="partitions when --http creates the topic")
     p.add_argument("--duration", type=float, default=10.0, help="seconds per run")
     p.add_argument("--record-bytes", type=int, default=1024)
@@ -83,6 +89,26 @@ def create_topic(url, topic, partitions):
     sys.exit(f"{topic}: partitions not open after 20 s")
 
 
+def kafka_create_topic(bootstrap, topic, partitions):
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for t, f in admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)]).items():
+        try:
+            f.result(30)
+        except Exception as e:  # an existing topic is fine
+            if "TOPIC_ALREADY_EXISTS" not in str(e) and "already exists" not in str(e):
+                raise
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        md = admin.list_topics(topic, timeout=10).topics.get(topic)
+        if md is not None and md.error is None and len(md.partitions) == partitions:
+            if all(p.leader >= 0 for p in md.partitions.values()):
+                return
+        time.sleep(0.2)
+    sys.exit(f"{topic}: {partitions} partitions with leaders not seen after 20 s")
+
+
 def cpu_seconds(pid):
     """User + system CPU seconds of `pid` (None without one)."""
     if pid is None:
@@ -107,7 +133,7 @@ class Run:
             "acks": "all",
             "linger.ms": o.linger_ms,
             "compression.type": "none",
-            "enable.idempotence": False,
+            "enable.idempotence": o.idempotent,
             "queue.buffering.max.messages": o.queue_messages,
             "message.timeout.ms": 60_000,
         }
@@ -278,6 +304,8 @@ def main():
     o = args()
     if o.http:
         create_topic(o.http.rstrip("/"), o.topic, o.partitions)
+    if o.kafka_create:
+        kafka_create_topic(o.bootstrap, o.topic, o.partitions)
     modes = ["unlimited", "steady"] if o.mode == "both" else [o.mode]
     results = [Run(o, True).measure_txn() if m == "txn" else Run(o).measure(m) for m in modes]
 
@@ -286,6 +314,7 @@ def main():
         "topic": o.topic,
         "record_bytes": o.record_bytes,
         "acks": "all",
+        "idempotent": o.idempotent,
         "linger_ms": o.linger_ms,
         "queue_messages": o.queue_messages,
         "compression": "none",

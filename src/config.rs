@@ -4,6 +4,10 @@
 use clap::Args;
 use std::time::Duration;
 
+/// The WAL PUT budget `--wal-put-rate auto` gives an `s3://` WAL, in PUTs
+/// per second.
+pub const S3_WAL_PUT_RATE: f64 = 1.0;
+
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
     /// Stable identity of this node across restarts (default: the host name).
@@ -163,11 +167,16 @@ pub struct ServeArgs {
     #[arg(long, env = "SLUICE_WAL_MAX_INFLIGHT", default_value_t = 4)]
     pub wal_max_inflight: usize,
 
-    /// WAL PUTs per second this node may make for segments that are not
-    /// full: a number, `off`, or `auto` (the default for the WAL store's
-    /// kind; today `off` on every kind, see docs/configuration.md).
+    /// WAL PUTs per second this node may make for segments smaller than
+    /// --wal-put-bytes: a number, `off`, or `auto` (by the WAL store's
+    /// kind: 1 on `s3://`, off on `file://` and `memory://`; see docs/wal.md).
     #[arg(long, env = "SLUICE_WAL_PUT_RATE", default_value = "auto")]
     pub wal_put_rate: String,
+
+    /// With a WAL PUT budget: a segment of at least this many bytes goes
+    /// without waiting for the budget.
+    #[arg(long, env = "SLUICE_WAL_PUT_BYTES", default_value_t = 1 << 20)]
+    pub wal_put_bytes: usize,
 
     /// PUTs the WAL budget lets go at once after a quiet spell.
     #[arg(long, env = "SLUICE_WAL_PUT_BURST", default_value_t = 4)]
@@ -477,21 +486,24 @@ impl ServeArgs {
         Ok(())
     }
 
-    /// `--wal-put-rate` and `--wal-put-burst` for a WAL on `wal_store`.
-    /// `auto` is no budget on every kind until the frontier measurement
-    /// (issue 20) picks the figure for `s3://`.
-    fn wal_budget(&self, _wal_store: &str) -> Result<Option<crate::wal::budget::BudgetConfig>, String> {
-        match self.wal_put_rate.as_str() {
-            "off" | "auto" => Ok(None),
-            rate => {
-                let rate: f64 = rate
-                    .parse()
-                    .map_err(|_| format!("--wal-put-rate {rate:?} must be a number of PUTs per second, off or auto"))?;
-                crate::wal::budget::BudgetConfig::new(rate, self.wal_put_burst)
-                    .map(Some)
-                    .map_err(|e| format!("--wal-put-rate/--wal-put-burst: {e}"))
-            }
-        }
+    /// `--wal-put-rate`, `--wal-put-burst` and `--wal-put-bytes` for a WAL
+    /// on `wal_store`. `auto` is a budget where requests are billed one by
+    /// one (`s3://`: 1 PUT a second, the point on the measured frontier
+    /// that keeps PUTs under 1,500 per GiB from 1 MiB/s up, see
+    /// docs/benchmarks.md) and none elsewhere.
+    fn wal_budget(&self, wal_store: &str) -> Result<Option<crate::wal::budget::BudgetConfig>, String> {
+        use crate::wal::budget::BudgetConfig;
+        let rate = match self.wal_put_rate.as_str() {
+            "off" => return Ok(None),
+            "auto" if wal_store.starts_with("s3://") => S3_WAL_PUT_RATE,
+            "auto" => return Ok(None),
+            rate => rate
+                .parse()
+                .map_err(|_| format!("--wal-put-rate {rate:?} must be a number of PUTs per second, off or auto"))?,
+        };
+        BudgetConfig::new(rate, self.wal_put_burst)
+            .map(|b| Some(b.bypass_at(self.wal_put_bytes)))
+            .map_err(|e| format!("--wal-put-rate/--wal-put-burst: {e}"))
     }
 
     /// `--object-store`, `--wal-store` and `--metadata`, defaulted under
@@ -692,6 +704,31 @@ mod tests {
         assert!(c.metadata.ends_with("sluice-data/meta"));
         assert_eq!(c.kafka_max_frame_bytes, 100 << 20);
         assert!(c.auto_create_topics);
+    }
+
+    #[test]
+    fn the_wal_put_budget_defaults_by_store_kind() {
+        let args = parse(&["--node-id", "n1"]);
+        assert_eq!(args.wal_budget("file:///tmp/x").unwrap(), None);
+        assert_eq!(args.wal_budget("memory://").unwrap(), None);
+        let s3 = args.wal_budget("s3://bucket/p").unwrap().unwrap();
+        assert_eq!(s3.puts_per_sec, S3_WAL_PUT_RATE);
+        assert_eq!(s3.burst, 4);
+        assert_eq!(s3.bypass_bytes, Some(1 << 20));
+        let off = parse(&["--node-id", "n1", "--wal-put-rate", "off"]);
+        assert_eq!(off.wal_budget("s3://bucket/p").unwrap(), None);
+        let set = parse(&["--node-id", "n1", "--wal-put-rate", "20", "--wal-put-bytes", "0"]);
+        let b = set.wal_budget("file:///tmp/x").unwrap().unwrap();
+        assert_eq!((b.puts_per_sec, b.bypass_bytes), (20.0, None));
+        for bad in ["fast", "0", "NaN"] {
+            let e = parse(&["--node-id", "n1", "--wal-put-rate", bad]).wal_budget("s3://b/p");
+            assert!(e.is_err(), "{bad}");
+        }
+        assert!(
+            parse(&["--node-id", "n1", "--wal-put-rate", "5", "--wal-put-burst", "0"])
+                .wal_budget("s3://b/p")
+                .is_err()
+        );
     }
 
     #[test]

@@ -6,9 +6,12 @@
 //! segment goes when a token is there, so at low load a PUT still leaves at
 //! once and the lone client keeps the floor latency, while at higher load
 //! appends wait for the next token and share its PUT. Two things pass
-//! without a token: a full segment (it is already as cheap per byte as a
-//! PUT gets) and, when a latency target is set, a segment whose oldest
-//! append has waited that long (the operator asked for latency over money).
+//! without a token: a segment of `bypass_bytes` or more (full, or large
+//! enough that its PUT is cheap per byte: at high rates segments reach it
+//! quickly, so the wait shrinks as the load grows while PUTs per GiB stay
+//! near one per `bypass_bytes`) and, when a latency target is set, a
+//! segment whose oldest append has waited that long (the operator asked for
+//! latency over money).
 //! Either still spends a token if one is there, so the budget is what the
 //! rest may use.
 //!
@@ -25,6 +28,11 @@ pub struct BudgetConfig {
     pub puts_per_sec: f64,
     /// Tokens the bucket holds at most (and starts with).
     pub burst: u32,
+    /// A segment holding at least this many bytes goes without a token
+    /// (`--wal-put-bytes`; `None`: only a full segment). This keeps the
+    /// budget's wait short under load: a PUT of this size is already
+    /// cheap per byte, so the bucket only paces the small ones.
+    pub bypass_bytes: Option<usize>,
 }
 
 impl BudgetConfig {
@@ -37,7 +45,25 @@ impl BudgetConfig {
         if burst == 0 {
             return Err("a WAL PUT burst must be at least 1".into());
         }
-        Ok(Self { puts_per_sec, burst })
+        Ok(Self {
+            puts_per_sec,
+            burst,
+            bypass_bytes: None,
+        })
+    }
+
+    /// Let a segment of `bytes` or more go without a token (0: only a full one).
+    pub fn bypass_at(self, bytes: usize) -> Self {
+        Self {
+            bypass_bytes: (bytes > 0).then_some(bytes),
+            ..self
+        }
+    }
+
+    /// Whether a segment of `bytes` goes without a token, given the
+    /// writer's full size.
+    pub fn bypasses(&self, bytes: usize, segment_bytes: usize) -> bool {
+        bytes >= self.bypass_bytes.map_or(segment_bytes, |b| b.min(segment_bytes))
     }
 }
 
@@ -159,5 +185,21 @@ mod tests {
         assert!(BudgetConfig::new(f64::INFINITY, 1).is_err());
         assert!(BudgetConfig::new(1.0, 0).is_err());
         assert!(BudgetConfig::new(0.5, 1).is_ok());
+    }
+
+    #[test]
+    fn a_segment_past_the_bypass_size_needs_no_token() {
+        let plain = BudgetConfig::new(1.0, 1).unwrap();
+        assert!(
+            !plain.bypasses(1 << 20, 8 << 20),
+            "without a bypass only a full segment passes"
+        );
+        assert!(plain.bypasses(8 << 20, 8 << 20));
+        let sized = plain.bypass_at(1 << 20);
+        assert!(!sized.bypasses((1 << 20) - 1, 8 << 20));
+        assert!(sized.bypasses(1 << 20, 8 << 20));
+        // Never above the full size.
+        assert!(plain.bypass_at(64 << 20).bypasses(8 << 20, 8 << 20));
+        assert_eq!(plain.bypass_at(0), plain);
     }
 }

@@ -307,7 +307,11 @@ async fn cutter(shared: Arc<Shared>) {
                     } else {
                         first + shared.config.linger
                     };
-                    let due = match (&mut s.budget, full) {
+                    let bypass = shared
+                        .config
+                        .budget
+                        .is_some_and(|b| b.bypasses(s.current.bytes, shared.config.segment_bytes));
+                    let due = match (&mut s.budget, bypass) {
                         (Some(budget), false) => {
                             let paced = due.max(budget.ready_at(now));
                             match shared.config.latency_target {

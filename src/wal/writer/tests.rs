@@ -354,3 +354,22 @@ async fn a_full_segment_goes_without_a_token() {
     assert_eq!(sent.elapsed(), Duration::ZERO);
     assert_eq!(segments(&store).await.len(), 3);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_segment_past_the_bypass_size_goes_without_a_token() {
+    // A budget that would hold every PUT for 1000 s, and a bypass at about
+    // ten entries: appends every 10 ms go in PUTs of about ten entries,
+    // each after about 100 ms, not after the token.
+    let one = entry_encoded_len(&entry(0, 0, 1));
+    let store: DynStore = Arc::new(MemoryStore::new());
+    let mut config = budgeted(0.001, 1, None);
+    config.budget = config.budget.map(|b| b.bypass_at(10 * one));
+    let w = writer(store.clone(), config);
+    let waited = paced_appends(&w, 100).await;
+    let segs = segments(&store).await.len();
+    assert!((9..=13).contains(&segs), "{segs} segments for 100 appends");
+    // The last few, too few to fill one, wait for the token.
+    let worst = waited[..90].iter().max().unwrap();
+    assert!(*worst <= Duration::from_millis(120), "waited {worst:?}");
+    assert!(*waited.last().unwrap() > Duration::from_secs(100));
+}
