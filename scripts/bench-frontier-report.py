@@ -24,7 +24,7 @@ COLOURS = {"off": "#d62728", "4": "#1f77b4", "1": "#2ca02c"}
 
 
 def budget_name(b):
-    return "none" if b == "off" else f"{b} PUTs/s"
+    return "none" if b == "off" else f"{b} PUT/s"
 
 
 def puts(r):
