@@ -6,7 +6,8 @@
 //! - [`ids`]: newtypes for every number that fences or orders.
 //! - [`clock`]: injected time; the one place that reads the wall clock.
 //! - [`store`]: the object-store trait and its backends (memory, local
-//!   filesystem, S3), fault injection, and request accounting.
+//!   filesystem, S3), fault injection, request accounting, and the
+//!   latency model benchmarks put in front of a store.
 //! - [`format`]: bounded decoding shared by every stored format.
 //! - [`batch`]: the Kafka record batch format (and its compression codecs,
 //!   and `batch::marker`, transaction markers): what the WAL, data objects
