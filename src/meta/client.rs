@@ -420,20 +420,14 @@ impl Core {
             match self.predecessor_holds(from, deadline).await {
                 Some(true) => return true,
                 None => return false,
-                Some(false) => {
-                    crate::telemetry::count("sluice_meta_truncated_reads_total", &[]);
-                    tracing::warn!(%from, "this node's view is below the log's truncation; reloading the snapshot");
-                    let before = self.shared.view.read().unwrap().applied;
-                    if self.reload_snapshot().await.is_err() {
-                        return false;
-                    }
-                    if self.shared.view.read().unwrap().applied <= before {
-                        // No newer snapshot: a view that is the newest
-                        // snapshot, with nothing after it, is the end (the
-                        // entries after the newest snapshot are never freed).
-                        return self.last_id.is_none();
-                    }
-                }
+                Some(false) => match self.reload_below_truncation(from).await {
+                    Err(_) => return false,
+                    Ok(true) => {}
+                    // No newer snapshot: a view that is the newest snapshot,
+                    // with nothing after it, is the end (the entries after
+                    // the newest snapshot are never freed).
+                    Ok(false) => return self.last_id.is_none(),
+                },
             }
         }
         false
@@ -473,11 +467,7 @@ impl Core {
         match self.predecessor_holds(from, Instant::now() + limit).await {
             Some(true) => {}
             Some(false) => {
-                crate::telemetry::count("sluice_meta_truncated_reads_total", &[]);
-                tracing::warn!(%from, "the log was truncated past this node's view while it read; reloading the snapshot");
-                let before = self.shared.view.read().unwrap().applied;
-                self.reload_snapshot().await?;
-                let advanced = self.shared.view.read().unwrap().applied > before;
+                let advanced = self.reload_below_truncation(from).await?;
                 return Ok(usize::from(advanced));
             }
             None => {
@@ -709,6 +699,17 @@ impl Core {
         }
         self.unsettled = None;
         Ok(())
+    }
+
+    /// This node's view ends below the log's truncation (the slot before
+    /// `from` no longer holds what it applied there): count it, move to the
+    /// newest snapshot, and say whether the view advanced.
+    async fn reload_below_truncation(&mut self, from: LogIndex) -> Result<bool, MetaError> {
+        crate::telemetry::count("sluice_meta_truncated_reads_total", &[]);
+        tracing::warn!(%from, "this node's view is below the log's truncation; reloading the snapshot");
+        let before = self.shared.view.read().unwrap().applied;
+        self.reload_snapshot().await?;
+        Ok(self.shared.view.read().unwrap().applied > before)
     }
 
     async fn reload_snapshot(&mut self) -> Result<(), MetaError> {

@@ -67,6 +67,17 @@ impl BudgetConfig {
     }
 }
 
+/// The segment being filled, as the budget sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct Pending {
+    /// Bytes in it so far.
+    pub bytes: usize,
+    /// When its oldest append arrived.
+    pub oldest: Instant,
+    /// When it would go without a budget (at once, or when its linger ends).
+    pub due: Instant,
+}
+
 /// The bucket's state.
 #[derive(Debug, Clone)]
 pub struct PutBudget {
@@ -100,6 +111,20 @@ impl PutBudget {
         }
         let missing = 1.0 - self.tokens;
         now + Duration::from_secs_f64(missing / self.config.puts_per_sec)
+    }
+
+    /// When the segment `p` may go: its unpaced time if it is large
+    /// enough to pass without a token, else when a token is there, but
+    /// never later than its oldest append plus `latency_target`.
+    pub fn due(&mut self, p: Pending, segment_bytes: usize, latency_target: Option<Duration>, now: Instant) -> Instant {
+        if self.config.bypasses(p.bytes, segment_bytes) {
+            return p.due;
+        }
+        let paced = p.due.max(self.ready_at(now));
+        match latency_target {
+            Some(target) => paced.min((p.oldest + target).max(p.due)),
+            None => paced,
+        }
     }
 
     /// A PUT goes at `now`: spend a token if there is one (a PUT that
@@ -201,5 +226,38 @@ mod tests {
         // Never above the full size.
         assert!(plain.bypass_at(64 << 20).bypasses(8 << 20, 8 << 20));
         assert_eq!(plain.bypass_at(0), plain);
+    }
+
+    #[test]
+    fn a_segment_is_due_at_its_linger_or_its_token_bounded_by_the_target() {
+        let (mut b, t0) = budget(1.0, 1);
+        let config = BudgetConfig::new(1.0, 1).unwrap().bypass_at(1 << 20);
+        b.config = config;
+        b.spend(t0);
+        let small = |due| Pending {
+            bytes: 100,
+            oldest: t0,
+            due,
+        };
+        let linger = t0 + Duration::from_millis(5);
+        // Empty bucket: the next token, a second away.
+        assert_eq!(
+            b.clone().due(small(linger), 8 << 20, None, t0),
+            t0 + Duration::from_secs(1)
+        );
+        // The target caps the wait, but never before the linger ends.
+        let target = Some(Duration::from_millis(200));
+        assert_eq!(
+            b.clone().due(small(linger), 8 << 20, target, t0),
+            t0 + Duration::from_millis(200)
+        );
+        let late = t0 + Duration::from_millis(300);
+        assert_eq!(b.clone().due(small(late), 8 << 20, target, t0), late);
+        // Large enough to pass: its own time, bucket or not.
+        let big = Pending {
+            bytes: 1 << 20,
+            ..small(linger)
+        };
+        assert_eq!(b.due(big, 8 << 20, None, t0), linger);
     }
 }

@@ -12,7 +12,7 @@
 //! With a PUT budget ([`super::budget`]) a segment that is not full also
 //! waits for a token (or for the latency target, when one is set).
 
-use super::budget::{BudgetConfig, PutBudget};
+use super::budget::{BudgetConfig, Pending, PutBudget};
 use super::segment::{decode_wal_object, encode_segment, entry_encoded_len, Segment, WalEntry, WalObject};
 use crate::ids::{NodeEpoch, NodeId, Offset, SegmentSeq, StreamId};
 use crate::store::{DynStore, PutOutcome};
@@ -307,19 +307,16 @@ async fn cutter(shared: Arc<Shared>) {
                     } else {
                         first + shared.config.linger
                     };
-                    let bypass = shared
-                        .config
-                        .budget
-                        .is_some_and(|b| b.bypasses(s.current.bytes, shared.config.segment_bytes));
-                    let due = match (&mut s.budget, bypass) {
-                        (Some(budget), false) => {
-                            let paced = due.max(budget.ready_at(now));
-                            match shared.config.latency_target {
-                                Some(target) => paced.min((first + target).max(due)),
-                                None => paced,
-                            }
+                    let pending = Pending {
+                        bytes: s.current.bytes,
+                        oldest: first,
+                        due,
+                    };
+                    let due = match &mut s.budget {
+                        Some(budget) => {
+                            budget.due(pending, shared.config.segment_bytes, shared.config.latency_target, now)
                         }
-                        _ => due,
+                        None => due,
                     };
                     // Otherwise wait for a PUT to finish (or seq 0 to land).
                     slot.then_some(due)

@@ -141,10 +141,7 @@ async fn a_proposal_on_a_truncated_index_is_not_applied() {
     let dyn_log: DynLog = Arc::new(log.clone());
     let m = registered(&dyn_log, "n1").await;
     // A node that lags: it never polls on its own.
-    let slow = MetaConfig {
-        poll_interval: Duration::from_secs(3600),
-        ..MetaConfig::default()
-    };
+    let slow = slow_poll();
     let lagging = Meta::open(dyn_log.clone(), NodeId::new("n2"), slow).await.unwrap();
     assert_eq!(lagging.applied(), LogIndex(1));
     for name in ["a", "b", "c", "d"] {
@@ -178,10 +175,7 @@ async fn entries_on_slots_freed_by_truncation_are_never_read_as_the_log() {
     let log = MemoryLog::new();
     let dyn_log: DynLog = Arc::new(log.clone());
     let m = registered(&dyn_log, "n1").await;
-    let slow = MetaConfig {
-        poll_interval: Duration::from_secs(3600),
-        ..MetaConfig::default()
-    };
+    let slow = slow_poll();
     let lagging = Meta::open(dyn_log.clone(), NodeId::new("n2"), slow).await.unwrap();
     assert_eq!(lagging.applied(), LogIndex(1));
     for name in ["a", "b", "c", "d"] {
@@ -269,10 +263,7 @@ async fn an_append_whose_predecessor_cannot_be_read_is_never_applied_on_a_trunca
     let log = BlindToPredecessors::default();
     let dyn_log: DynLog = Arc::new(log.clone());
     let m = registered(&dyn_log, "n1").await;
-    let slow = MetaConfig {
-        poll_interval: Duration::from_secs(3600),
-        ..MetaConfig::default()
-    };
+    let slow = slow_poll();
     let lagging = Meta::open(dyn_log.clone(), NodeId::new("n2"), slow).await.unwrap();
     assert_eq!(lagging.applied(), LogIndex(1));
     for name in ["a", "b", "c", "d"] {
@@ -366,10 +357,7 @@ async fn ambiguous_and_failed_appends_apply_each_command_exactly_once() {
 async fn sync_reads_what_another_node_committed_without_waiting_for_a_poll() {
     let log: DynLog = Arc::new(MemoryLog::new());
     let a = registered(&log, "a").await;
-    let slow = MetaConfig {
-        poll_interval: Duration::from_secs(3600),
-        ..MetaConfig::default()
-    };
+    let slow = slow_poll();
     let b = Meta::open(log.clone(), NodeId::new("b"), slow).await.unwrap();
     let created = a
         .propose(Command::CreateTopic {
@@ -393,10 +381,7 @@ async fn sync_reads_what_another_node_committed_without_waiting_for_a_poll() {
 async fn sync_from_below_the_logs_truncation_reaches_the_newest_state() {
     let log: DynLog = Arc::new(MemoryLog::new());
     let a = registered(&log, "a").await;
-    let slow = MetaConfig {
-        poll_interval: Duration::from_secs(3600),
-        ..MetaConfig::default()
-    };
+    let slow = slow_poll();
     let b = Meta::open(log.clone(), NodeId::new("b"), slow).await.unwrap();
     let behind = b.applied();
     // Three snapshots while b does not read: the slots after its view are
@@ -534,10 +519,16 @@ fn an_idle_tail_backs_off_to_its_cap_and_a_slow_base_is_kept() {
     let gaps: Vec<u64> = (0..6).map(|q| poll_gap(&config, q).as_millis() as u64).collect();
     assert_eq!(gaps, [100, 200, 400, 800, 800, 800]);
     assert_eq!(poll_gap(&config, u32::MAX), Duration::from_millis(800));
-    let slow = MetaConfig {
-        poll_interval: Duration::from_secs(3600),
-        ..MetaConfig::default()
-    };
+    let slow = slow_poll();
     assert_eq!(poll_gap(&slow, 0), Duration::from_secs(3600));
     assert_eq!(poll_gap(&slow, 5), Duration::from_secs(3600));
+}
+
+/// A client that never polls by itself within a test: it learns only
+/// when it syncs or proposes.
+fn slow_poll() -> MetaConfig {
+    MetaConfig {
+        poll_interval: Duration::from_secs(3600),
+        ..MetaConfig::default()
+    }
 }
