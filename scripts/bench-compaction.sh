@@ -30,19 +30,17 @@ while (($#)); do
     esac
 done
 
-cargo build --release --quiet
-BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release/sluice
+source scripts/bench-lib.sh
+release_bin
 WORK=$(mktemp -d /tmp/sluice-compaction-bench.XXXXXX)
 RESULTS=$WORK/results.jsonl
 : >"$RESULTS"
 PID=
 cleanup() {
-    if [[ -n $PID ]]; then kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; fi
+    stop_node
     rm -rf "$WORK/node"
 }
 trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 # point NAME [serve flags...]
 point() {
@@ -58,10 +56,7 @@ point() {
         --http-addr "127.0.0.1:$http" --kafka-addr "127.0.0.1:$kafka" \
         --shutdown-drain-sec 0 "$@" >"$WORK/node/node.log" 2>&1 &
     PID=$!
-    for _ in $(seq 200); do
-        curl -sf "$url/ready" >/dev/null && break
-        sleep 0.1
-    done
+    wait_ready "$url" "$WORK/node/node.log"
     curl -sf -X POST "$url/v1/topics" -H 'content-type: application/json' \
         -d '{"name": "kv", "partitions": 4, "config": {"cleanup_policy": "compact", "min_cleanable_dirty_ratio": 0.1}}' >/dev/null
     echo "== $name" >&2
@@ -70,9 +65,7 @@ point() {
         2> >(tail -n 1 >&2) |
         jq -c --arg point "$name" '. + {point: $point}' | tee -a "$RESULTS" |
         jq -r '"  \(.point): \(.records) records, ack p50 \(.latency_ms.p50) ms, p99 \(.latency_ms.p99) ms, p999 \(.latency_ms.p999) ms; compaction \(.compaction // "none")"' >&2
-    kill "$PID" 2>/dev/null || true
-    wait "$PID" 2>/dev/null || true
-    PID=
+    stop_node
 }
 
 for round in $(seq "$ROUNDS"); do

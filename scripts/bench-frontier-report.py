@@ -12,7 +12,11 @@ p99 as an SVG (log-log, one marker per point, one colour per budget).
 """
 import argparse
 import json
-import math
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from loglog import Frame  # noqa: E402
 
 START, END = "<!-- frontier:start -->", "<!-- frontier:end -->"
 MODEL_NAMES = {
@@ -39,8 +43,7 @@ def table(rows):
     ]
     for r in rows:
         wal, data = puts(r)
-        dollars = (r.get("cost") or {}).get("dollars_per_gib", {})
-        std = next((v for k, v in dollars.items() if "Standard" in k or "standard" in k), None)
+        std = (r.get("cost") or {}).get("dollars_per_gib", {}).get("s3_standard")
         out.append(
             f"| {budget_name(r['budget'])} | {r['offered_mib_per_sec']} | {r['mib_per_sec']:.1f} | "
             f"{wal:,.0f} | {data:,.0f} | {r['latency_ms']['p50']:.1f} | {r['latency_ms']['p99']:.1f} | "
@@ -51,60 +54,38 @@ def table(rows):
 
 
 def svg(results):
-    w, h, m = 720, 420, 60
     pts = [(puts(r)[0] + puts(r)[1], r["latency_ms"]["p99"], r) for r in results]
     pts = [p for p in pts if p[0] > 0 and p[1] > 0]
     if not pts:
         return "<svg xmlns='http://www.w3.org/2000/svg'/>"
-    xs = [math.log10(p[0]) for p in pts]
-    ys = [math.log10(p[1]) for p in pts]
-    x0, x1 = math.floor(min(xs)), math.ceil(max(xs))
-    y0, y1 = math.floor(min(ys)), math.ceil(max(ys))
-    x1 = max(x1, x0 + 1)
-    y1 = max(y1, y0 + 1)
-
-    def sx(v):
-        return m + (math.log10(v) - x0) / (x1 - x0) * (w - 2 * m)
-
-    def sy(v):
-        return h - m - (math.log10(v) - y0) / (y1 - y0) * (h - 2 * m)
-
-    parts = [
-        f"<svg xmlns='http://www.w3.org/2000/svg' width='{w}' height='{h}' font-family='sans-serif' font-size='11'>",
-        f"<rect width='{w}' height='{h}' fill='white'/>",
-        f"<line x1='{m}' y1='{h - m}' x2='{w - m}' y2='{h - m}' stroke='black'/>",
-        f"<line x1='{m}' y1='{m}' x2='{m}' y2='{h - m}' stroke='black'/>",
-        f"<text x='{w / 2}' y='{h - 15}' text-anchor='middle'>WAL + data PUTs per GiB written (log)</text>",
-        f"<text x='15' y='{h / 2}' transform='rotate(-90 15 {h / 2})' text-anchor='middle'>ack p99, ms (log)</text>",
-    ]
-    for d in range(x0, x1 + 1):
-        x = sx(10**d)
-        parts.append(f"<text x='{x}' y='{h - m + 15}' text-anchor='middle'>{10**d:,}</text>")
-    for d in range(y0, y1 + 1):
-        y = sy(10**d)
-        parts.append(f"<text x='{m - 5}' y='{y + 4}' text-anchor='end'>{10**d:g}</text>")
+    frame = Frame((760, 440), (70, 200, 40, 60), [p[0] for p in pts], [p[1] for p in pts])
+    parts = frame.open(
+        "PUTs per GiB against ack p99 (log-log)",
+        "WAL + data PUTs per GiB written",
+        "ack p99, ms",
+    )
     for x, y, r in pts:
         colour = COLOURS.get(r["budget"], "#7f7f7f")
-        shape = "circle" if r["model"] == "none" else "rect"
-        cx, cy = sx(x), sy(y)
-        if shape == "circle":
+        cx, cy = frame.X(x), frame.Y(y)
+        if r["model"] == "none":
             parts.append(f"<circle cx='{cx:.1f}' cy='{cy:.1f}' r='5' fill='{colour}'/>")
         else:
             parts.append(f"<rect x='{cx - 5:.1f}' y='{cy - 5:.1f}' width='10' height='10' fill='{colour}'/>")
         parts.append(f"<text x='{cx + 7:.1f}' y='{cy + 4:.1f}'>{r['offered_mib_per_sec']}</text>")
-    ly = m
+    lx, ly = frame.W - frame.R + 14, frame.T + 10
     for b, colour in COLOURS.items():
-        parts.append(f"<circle cx='{w - m - 130}' cy='{ly}' r='5' fill='{colour}'/>")
-        parts.append(f"<text x='{w - m - 120}' y='{ly + 4}'>budget {budget_name(b)}</text>")
-        ly += 16
-    parts.append(f"<circle cx='{w - m - 130}' cy='{ly}' r='5' fill='none' stroke='black'/>")
-    parts.append(f"<text x='{w - m - 120}' y='{ly + 4}'>radosgw as it is</text>")
-    ly += 16
-    parts.append(f"<rect x='{w - m - 135}' y='{ly - 5}' width='10' height='10' fill='none' stroke='black'/>")
-    parts.append(f"<text x='{w - m - 120}' y='{ly + 4}'>S3-Standard-like model</text>")
-    parts.append(f"<text x='{m}' y='{m - 20}'>labels: offered MiB/s</text>")
+        parts.append(f"<circle cx='{lx + 5}' cy='{ly}' r='5' fill='{colour}'/>")
+        parts.append(f"<text x='{lx + 15}' y='{ly + 4}'>budget {budget_name(b)}</text>")
+        ly += 18
+    parts.append(f"<circle cx='{lx + 5}' cy='{ly}' r='5' fill='none' stroke='black'/>")
+    parts.append(f"<text x='{lx + 15}' y='{ly + 4}'>radosgw as it is</text>")
+    ly += 18
+    parts.append(f"<rect x='{lx}' y='{ly - 5}' width='10' height='10' fill='none' stroke='black'/>")
+    parts.append(f"<text x='{lx + 15}' y='{ly + 4}'>latency model</text>")
+    ly += 24
+    parts.append(f"<text x='{lx}' y='{ly}'>labels: offered MiB/s</text>")
     parts.append("</svg>")
-    return "\n".join(parts)
+    return "\n".join(parts) + "\n"
 
 
 def main():

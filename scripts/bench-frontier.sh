@@ -40,8 +40,8 @@ done
 : "${SLUICE_TEST_S3_ENDPOINT:?source .services/env after scripts/services.sh up}"
 : "${SLUICE_TEST_DYNAMODB_ENDPOINT:?source .services/env after scripts/services.sh up}"
 
-cargo build --release --quiet
-BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release/sluice
+source scripts/bench-lib.sh
+release_bin
 WORK=$(mktemp -d /tmp/sluice-frontier.XXXXXX)
 OUT=${OUT:-$WORK/out}
 mkdir -p "$OUT"
@@ -49,12 +49,10 @@ RESULTS=$OUT/frontier.jsonl
 : >"$RESULTS"
 PID=
 cleanup() {
-    if [[ -n $PID ]]; then kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; fi
+    stop_node
     rm -rf "$WORK/nodes"
 }
 trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 BUCKET=${SLUICE_TEST_S3_BUCKET:-sluice-test}
 REGION=${SLUICE_TEST_S3_REGION:-us-east-1}
@@ -78,11 +76,7 @@ point() {
         --kafka-addr "127.0.0.1:$kafka" --shutdown-drain-sec 0 "${stores[@]}" \
         --store-latency-model "$model" --wal-put-rate "$budget" --wal-put-burst 4 >"$dir/node.log" 2>&1 &
     PID=$!
-    for _ in $(seq 200); do
-        curl -sf "http://127.0.0.1:$http/ready" >/dev/null && break
-        kill -0 "$PID" 2>/dev/null || { tail -n 30 "$dir/node.log" >&2; exit 1; }
-        sleep 0.1
-    done
+    wait_ready "http://127.0.0.1:$http" "$dir/node.log"
     echo "== model $model, budget $budget, $mibs MiB/s offered" >&2
     "$BIN" bench produce --mode kafka --url "http://127.0.0.1:$http" --bootstrap "127.0.0.1:$kafka" \
         --topic f --partitions 16 --producers 16 --batch 100 --linger-ms 5 --acks all \
@@ -90,9 +84,7 @@ point() {
         2> >(tail -n 1 >&2) |
         jq -c --arg model "$model" --arg budget "$budget" --argjson mibs "$mibs" \
             '. + {model: $model, budget: $budget, offered_mib_per_sec: $mibs}' >>"$RESULTS"
-    kill "$PID" 2>/dev/null || true
-    wait "$PID" 2>/dev/null || true
-    PID=
+    stop_node
     rm -rf "$dir"
 }
 

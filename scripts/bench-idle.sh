@@ -22,28 +22,23 @@ while (($#)); do
         *) echo "usage: $0 [--seconds N] [--bin PATH] [-- serve flags...]" >&2; exit 2 ;;
     esac
 done
+source scripts/bench-lib.sh
 if [[ -z $BIN ]]; then
-    cargo build --release --quiet
-    BIN=${CARGO_TARGET_DIR:-$PWD/target}/release/sluice
+    release_bin
 fi
 WORK=$(mktemp -d /tmp/sluice-idle.XXXXXX)
 PID=
 cleanup() {
-    if [[ -n $PID ]]; then kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; fi
+    stop_node
     rm -rf "$WORK"
 }
 trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 HTTP=$(free_port)
 KAFKA=$(free_port)
 "$BIN" serve --node-id idle --data-dir "$WORK/data" --http-addr "127.0.0.1:$HTTP" \
     --kafka-addr "127.0.0.1:$KAFKA" "$@" >"$WORK/node.log" 2>&1 &
 PID=$!
-for _ in $(seq 200); do
-    curl -sf "http://127.0.0.1:$HTTP/ready" >/dev/null && break
-    kill -0 "$PID" 2>/dev/null || { tail -n 30 "$WORK/node.log" >&2; exit 1; }
-    sleep 0.1
-done
+wait_ready "http://127.0.0.1:$HTTP" "$WORK/node.log"
 sleep 10
 curl -sf "http://127.0.0.1:$HTTP/metrics" >"$WORK/m0"
 sleep "$SECS"

@@ -59,8 +59,8 @@ while (($#)); do
     esac
 done
 
-cargo build --release --quiet
-BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release/sluice
+source scripts/bench-lib.sh
+release_bin
 WORK=$(mktemp -d /tmp/sluice-matrix.XXXXXX)
 OUT=${OUT:-$WORK/out}
 mkdir -p "$OUT"
@@ -71,12 +71,10 @@ STREAMS_REPORT=$OUT/streams.json
 : >"$FAILOVER"
 PID=
 cleanup() {
-    if [[ -n $PID ]]; then kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; fi
+    stop_node
     rm -rf "$WORK/nodes"
 }
 trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 # start LABEL [serve flags...]: a fresh node with its own data dir.
 start() {
@@ -95,20 +93,11 @@ start() {
         --http-addr "127.0.0.1:$HTTP_PORT" --kafka-addr "$BOOTSTRAP" \
         --shutdown-drain-sec 0 "$@" >"$NODE_DIR/node.log" 2>&1 &
     PID=$!
-    for _ in $(seq 200); do
-        curl -sf "$URL/ready" >/dev/null && return
-        kill -0 "$PID" 2>/dev/null || break
-        sleep 0.1
-    done
-    echo "node $label did not start:" >&2
-    tail -n 30 "$NODE_DIR/node.log" >&2
-    exit 1
+    wait_ready "$URL" "$NODE_DIR/node.log"
 }
 
 stop() {
-    kill "$PID" 2>/dev/null || true
-    wait "$PID" 2>/dev/null || true
-    PID=
+    stop_node
     rm -rf "$NODE_DIR"
 }
 

@@ -45,20 +45,16 @@ if [[ ! -x $TANSU ]]; then
     cargo install tansu@0.6.0 --features dynostore --locked --root "$PEER_ROOT" >&2
 fi
 
-cargo build --release --quiet
-BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release/sluice
+source scripts/bench-lib.sh
+release_bin
 WORK=$(mktemp -d /tmp/sluice-peer.XXXXXX)
 OUT=${OUT:-$WORK/out}
 mkdir -p "$OUT"
 RESULTS=$OUT/peer.jsonl
 : >"$RESULTS"
 PID=
-cleanup() {
-    if [[ -n $PID ]]; then kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; fi
-}
+cleanup() { stop_node; }
 trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 create_bucket() {
     local code
@@ -69,17 +65,6 @@ create_bucket() {
     [[ $code == 200 || $code == 409 ]] || { echo "could not create bucket $1 (HTTP $code)" >&2; exit 1; }
 }
 
-wait_port() {
-    for _ in $(seq 300); do
-        python3 -c "import socket,sys; socket.create_connection(('127.0.0.1', $1), 1)" 2>/dev/null && return
-        kill -0 "$PID" 2>/dev/null || break
-        sleep 0.1
-    done
-    echo "$2 did not start:" >&2
-    tail -n 30 "$WORK/$2.log" >&2
-    exit 1
-}
-
 # measure NAME: the same producer runs against $PORT; one JSON line.
 measure() {
     echo "== $1: flood, then $RATE records/s" >&2
@@ -87,9 +72,7 @@ measure() {
         --kafka-create --idempotent --linger-ms 5 --record-bytes 1024 --duration "$DUR" \
         --rate "$RATE" --server-pid "$PID" --json |
         jq -c --arg broker "$1" '. + {broker: $broker}' >>"$RESULTS"
-    kill "$PID" 2>/dev/null || true
-    wait "$PID" 2>/dev/null || true
-    PID=
+    stop_node
 }
 
 STAMP=$(date +%s)
@@ -104,7 +87,7 @@ STORES=(--object-store "s3://$BUCKET/peer-$STAMP" --metadata "dynamodb://sluice-
 "$BIN" serve --node-id peer --data-dir "$WORK/sluice" --http-addr "127.0.0.1:$HTTP" \
     --kafka-addr "127.0.0.1:$PORT" --shutdown-drain-sec 0 "${STORES[@]}" >"$WORK/sluice.log" 2>&1 &
 PID=$!
-wait_port "$PORT" sluice
+wait_port "$PORT" "$WORK/sluice.log"
 measure sluice
 
 # ---------------------------------------------------------------- tansu
@@ -117,7 +100,7 @@ AWS_ENDPOINT=$SLUICE_TEST_S3_ENDPOINT AWS_ALLOW_HTTP=true AWS_DEFAULT_REGION=$RE
     --prometheus-listener-url "tcp://127.0.0.1:$PROM" \
     --storage-engine "s3://tansu-peer-$STAMP/" >"$WORK/tansu.log" 2>&1 &
 PID=$!
-wait_port "$PORT" tansu
+wait_port "$PORT" "$WORK/tansu.log"
 measure tansu
 
 python3 - "$RESULTS" <<'EOF'

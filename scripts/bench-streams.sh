@@ -22,7 +22,7 @@ while [[ $# -gt 0 ]]; do
 done
 
 D=$(mktemp -d /tmp/sluice-streams.XXXXXX)
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+source "$ROOT/scripts/bench-lib.sh"
 HP=$(free_port)
 KP=$(free_port)
 URL=http://127.0.0.1:$HP
