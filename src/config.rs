@@ -170,6 +170,9 @@ pub struct ServeArgs {
     /// WAL PUTs per second this node may make for segments smaller than
     /// --wal-put-bytes: a number, `off`, or `auto` (by the WAL store's
     /// kind: 1 on `s3://`, off on `file://` and `memory://`; see docs/wal.md).
+    /// The budget is per node: a client that waits for each ack before its
+    /// next append gets about one append per PUT (1 a second at `auto` on
+    /// `s3://`); ask for latency with --wal-latency-target-ms or `off`.
     #[arg(long, env = "SLUICE_WAL_PUT_RATE", default_value = "auto")]
     pub wal_put_rate: String,
 
