@@ -24,6 +24,7 @@ MODEL_NAMES = {
     "s3-standard": "S3 test server behind the S3-Standard-like latency model",
     "s3-express": "S3 test server behind the S3-Express-like latency model",
 }
+PRICED = {"s3_standard": "S3 Standard", "s3_express_one_zone": "S3 Express One Zone"}
 COLOURS = {"off": "#d62728", "4": "#1f77b4", "1": "#2ca02c"}
 
 
@@ -36,14 +37,16 @@ def puts(r):
     return c.get("wal_puts_per_gib", 0.0), c.get("data_puts_per_gib", 0.0)
 
 
-def table(rows):
+def table(rows, model):
+    price = "s3_express_one_zone" if model == "s3-express" else "s3_standard"
     out = [
-        "| budget | offered MiB/s | achieved MiB/s | WAL PUTs/GiB | data PUTs/GiB | ack p50 ms | ack p99 ms | S3 Standard $/GiB (requests) |",
+        "| budget | offered MiB/s | achieved MiB/s | WAL PUTs/GiB | data PUTs/GiB | ack p50 ms | ack p99 ms | "
+        f"{PRICED[price]} $/GiB (requests) |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         wal, data = puts(r)
-        std = (r.get("cost") or {}).get("dollars_per_gib", {}).get("s3_standard")
+        std = (r.get("cost") or {}).get("dollars_per_gib", {}).get(price)
         out.append(
             f"| {budget_name(r['budget'])} | {r['offered_mib_per_sec']} | {r['mib_per_sec']:.1f} | "
             f"{wal:,.0f} | {data:,.0f} | {r['latency_ms']['p50']:.1f} | {r['latency_ms']['p99']:.1f} | "
@@ -51,6 +54,16 @@ def table(rows):
             + " |"
         )
     return "\n".join(out)
+
+
+def marker(model, cx, cy, paint):
+    """A circle for radosgw as it is, a square for the S3-Standard-like
+    model, a triangle for the S3-Express-like one."""
+    if model == "none":
+        return f"<circle cx='{cx:.1f}' cy='{cy:.1f}' r='5' {paint}/>"
+    if model == "s3-express":
+        return f"<polygon points='{cx:.1f},{cy - 6:.1f} {cx - 6:.1f},{cy + 5:.1f} {cx + 6:.1f},{cy + 5:.1f}' {paint}/>"
+    return f"<rect x='{cx - 5:.1f}' y='{cy - 5:.1f}' width='10' height='10' {paint}/>"
 
 
 def svg(results):
@@ -67,22 +80,19 @@ def svg(results):
     for x, y, r in pts:
         colour = COLOURS.get(r["budget"], "#7f7f7f")
         cx, cy = frame.X(x), frame.Y(y)
-        if r["model"] == "none":
-            parts.append(f"<circle cx='{cx:.1f}' cy='{cy:.1f}' r='5' fill='{colour}'/>")
-        else:
-            parts.append(f"<rect x='{cx - 5:.1f}' y='{cy - 5:.1f}' width='10' height='10' fill='{colour}'/>")
+        parts.append(marker(r["model"], cx, cy, f"fill='{colour}'"))
         parts.append(f"<text x='{cx + 7:.1f}' y='{cy + 4:.1f}'>{r['offered_mib_per_sec']}</text>")
     lx, ly = frame.W - frame.R + 14, frame.T + 10
     for b, colour in COLOURS.items():
         parts.append(f"<circle cx='{lx + 5}' cy='{ly}' r='5' fill='{colour}'/>")
         parts.append(f"<text x='{lx + 15}' y='{ly + 4}'>budget {budget_name(b)}</text>")
         ly += 18
-    parts.append(f"<circle cx='{lx + 5}' cy='{ly}' r='5' fill='none' stroke='black'/>")
-    parts.append(f"<text x='{lx + 15}' y='{ly + 4}'>radosgw as it is</text>")
-    ly += 18
-    parts.append(f"<rect x='{lx}' y='{ly - 5}' width='10' height='10' fill='none' stroke='black'/>")
-    parts.append(f"<text x='{lx + 15}' y='{ly + 4}'>latency model</text>")
-    ly += 24
+    for model, label in [("none", "radosgw as it is"), ("s3-standard", "S3-Standard-like"), ("s3-express", "S3-Express-like")]:
+        if any(r["model"] == model for r in results):
+            parts.append(marker(model, lx + 5, ly, "fill='none' stroke='black'"))
+            parts.append(f"<text x='{lx + 15}' y='{ly + 4}'>{label}</text>")
+            ly += 18
+    ly += 6
     parts.append(f"<text x='{lx}' y='{ly}'>labels: offered MiB/s</text>")
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
@@ -105,7 +115,7 @@ def main():
     ]
     for model in dict.fromkeys(r["model"] for r in results):
         rows = [r for r in results if r["model"] == model]
-        sections += ["", f"**{MODEL_NAMES.get(model, model)}**", "", table(rows)]
+        sections += ["", f"**{MODEL_NAMES.get(model, model)}**", "", table(rows, model)]
     body = "\n".join(sections)
     doc = open(a.doc).read()
     if START in doc and END in doc:

@@ -261,8 +261,14 @@ impl BenchCmd {
                 let bytes = args
                     .floor_object_bytes
                     .unwrap_or_else(|| floor::segment_bytes(args.record_bytes, args.batch));
-                eprintln!("measuring the floor: {} PUTs of {bytes} B to {url}", args.floor_count);
-                Some(floor::measure(url, &args.s3(), bytes, args.floor_count).await?)
+                let gap = floor::paced_gap(args.rate, args.batch);
+                eprintln!(
+                    "measuring the floor: {} PUTs of {bytes} B to {url}{}",
+                    args.floor_count,
+                    gap.map(|g| format!(", {g:?} apart as the load's requests"))
+                        .unwrap_or_default()
+                );
+                Some(floor::measure(url, &args.s3(), bytes, args.floor_count, gap).await?)
             }
             None => None,
         };

@@ -67,6 +67,10 @@ pub struct Floor {
     pub store: String,
     pub object_bytes: usize,
     pub count: usize,
+    /// The pause between PUTs when the load was paced (see
+    /// `floor::paced_gap`); absent: back to back.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gap_ms: Option<f64>,
     pub latency_ms: Percentiles,
 }
 
@@ -360,6 +364,7 @@ mod tests {
             store: "file:///x".into(),
             object_bytes: 4096,
             count: 10,
+            gap_ms: None,
             latency_ms: Percentiles {
                 p50: 0.5,
                 p99: 2.0,
