@@ -33,18 +33,63 @@ pub async fn run(node: Arc<Node>) {
 }
 
 /// Streams whose tail is big enough, old enough, or needed to relieve the
-/// node's memory budget.
+/// node's memory budget, with the tails that are well on their way there
+/// riding along (see [`flush_set`]).
 fn due_streams(node: &Node) -> Vec<Arc<OpenStream>> {
     let pressure = node.budget.used() > node.budget.limit() / 2;
-    node.open_streams()
+    let (streams, tails): (Vec<_>, Vec<_>) = node
+        .open_streams()
         .into_iter()
-        .filter(|s| {
+        .filter_map(|s| {
             let (bytes, oldest) = s.unflushed();
-            bytes > 0
-                && (pressure
-                    || bytes >= node.config.flush_bytes
-                    || oldest.is_some_and(|t| t.elapsed() >= node.config.flush_interval))
+            let tail = Tail {
+                bytes,
+                age: oldest.map_or(Duration::ZERO, |t| t.elapsed()),
+            };
+            (bytes > 0).then_some((s, tail))
         })
+        .unzip();
+    // Ascending indices: walk them beside the streams.
+    let mut chosen = flush_set(&tails, pressure, node.config.flush_bytes, node.config.flush_interval)
+        .into_iter()
+        .peekable();
+    streams
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| chosen.next_if_eq(i).is_some())
+        .map(|(_, s)| s)
+        .collect()
+}
+
+/// A stream's unflushed tail, as the flush policy sees it.
+#[derive(Debug, Clone, Copy)]
+struct Tail {
+    bytes: usize,
+    /// How long its oldest unflushed record has waited.
+    age: Duration,
+}
+
+/// Which tails (indices into `tails`, all non-empty) go into the next data
+/// object. Nothing until one is due (`flush_bytes` reached or `interval`
+/// waited; all of them under memory `pressure`); then that one, and every
+/// other past half of either bound. Each data object is a PUT, and the
+/// streams of one node fill at different moments: flushed one by one, 16
+/// partitions at 1 MiB/s made a data object every 3-7 s (145-299 PUTs per
+/// GiB); riding along, they share one. The half bounds keep a stream that
+/// only just started from being cut into slivers.
+fn flush_set(tails: &[Tail], pressure: bool, flush_bytes: usize, interval: Duration) -> Vec<usize> {
+    if pressure {
+        return (0..tails.len()).collect();
+    }
+    let past = |t: &Tail, bytes: usize, age: Duration| t.bytes >= bytes || t.age >= age;
+    if !tails.iter().any(|t| past(t, flush_bytes, interval)) {
+        return Vec::new();
+    }
+    tails
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| past(t, flush_bytes.div_ceil(2), interval / 2))
+        .map(|(i, _)| i)
         .collect()
 }
 
@@ -200,4 +245,42 @@ pub async fn truncate_wal(node: &Node) {
     node.wal
         .truncate(|stream, end| committed.get(&stream).is_none_or(|(c, deleted)| *deleted || *c >= end))
         .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: usize = 1 << 20;
+
+    fn tail(bytes: usize, secs: u64) -> Tail {
+        Tail {
+            bytes,
+            age: Duration::from_secs(secs),
+        }
+    }
+
+    #[test]
+    fn nothing_goes_before_a_tail_is_due() {
+        let tails = [tail(MIB, 9), tail(7 * MIB, 1)];
+        assert!(flush_set(&tails, false, 8 * MIB, Duration::from_secs(10)).is_empty());
+    }
+
+    #[test]
+    fn a_due_tail_takes_those_past_half_way_along() {
+        let interval = Duration::from_secs(10);
+        // Due by age; one half-aged, one half-full, one fresh and small.
+        let tails = [tail(MIB, 10), tail(MIB, 6), tail(5 * MIB, 1), tail(MIB, 2)];
+        assert_eq!(flush_set(&tails, false, 8 * MIB, interval), vec![0, 1, 2]);
+        // Due by size.
+        let tails = [tail(MIB, 4), tail(8 * MIB, 0)];
+        assert_eq!(flush_set(&tails, false, 8 * MIB, interval), vec![1]);
+    }
+
+    #[test]
+    fn memory_pressure_flushes_every_tail() {
+        let tails = [tail(1, 0), tail(2, 0)];
+        assert_eq!(flush_set(&tails, true, 8 * MIB, Duration::from_secs(10)), vec![0, 1]);
+        assert!(flush_set(&[], true, 8 * MIB, Duration::from_secs(10)).is_empty());
+    }
 }
