@@ -37,28 +37,20 @@ pub async fn run(node: Arc<Node>) {
 /// riding along (see [`flush_set`]).
 fn due_streams(node: &Node) -> Vec<Arc<OpenStream>> {
     let pressure = node.budget.used() > node.budget.limit() / 2;
-    let (streams, tails): (Vec<_>, Vec<_>) = node
-        .open_streams()
-        .into_iter()
-        .filter_map(|s| {
-            let (bytes, oldest) = s.unflushed();
-            let tail = Tail {
-                bytes,
-                age: oldest.map_or(Duration::ZERO, |t| t.elapsed()),
-            };
-            (bytes > 0).then_some((s, tail))
-        })
-        .unzip();
-    // Ascending indices: walk them beside the streams.
-    let mut chosen = flush_set(&tails, pressure, node.config.flush_bytes, node.config.flush_interval)
-        .into_iter()
-        .peekable();
-    streams
-        .into_iter()
-        .enumerate()
-        .filter(|(i, _)| chosen.next_if_eq(i).is_some())
-        .map(|(_, s)| s)
-        .collect()
+    let tails = node.open_streams().into_iter().filter_map(|s| {
+        let (bytes, oldest) = s.unflushed();
+        let tail = Tail {
+            bytes,
+            age: oldest.map_or(Duration::ZERO, |t| t.elapsed()),
+        };
+        (bytes > 0).then_some((s, tail))
+    });
+    flush_set(
+        tails.collect(),
+        pressure,
+        node.config.flush_bytes,
+        node.config.flush_interval,
+    )
 }
 
 /// A stream's unflushed tail, as the flush policy sees it.
@@ -69,7 +61,7 @@ struct Tail {
     age: Duration,
 }
 
-/// Which tails (indices into `tails`, all non-empty) go into the next data
+/// Which of the non-empty `tails` (each beside its stream) go into the next data
 /// object. Nothing until one is due (`flush_bytes` reached or `interval`
 /// waited; all of them under memory `pressure`); then that one, and every
 /// other past half of either bound. Each data object is a PUT, and the
@@ -77,19 +69,15 @@ struct Tail {
 /// partitions at 1 MiB/s made a data object every 3-7 s (145-299 PUTs per
 /// GiB); riding along, they share one. The half bounds keep a stream that
 /// only just started from being cut into slivers.
-fn flush_set(tails: &[Tail], pressure: bool, flush_bytes: usize, interval: Duration) -> Vec<usize> {
-    if pressure {
-        return (0..tails.len()).collect();
-    }
+fn flush_set<T>(tails: Vec<(T, Tail)>, pressure: bool, flush_bytes: usize, interval: Duration) -> Vec<T> {
     let past = |t: &Tail, bytes: usize, age: Duration| t.bytes >= bytes || t.age >= age;
-    if !tails.iter().any(|t| past(t, flush_bytes, interval)) {
+    if !pressure && !tails.iter().any(|(_, t)| past(t, flush_bytes, interval)) {
         return Vec::new();
     }
     tails
-        .iter()
-        .enumerate()
-        .filter(|(_, t)| past(t, flush_bytes.div_ceil(2), interval / 2))
-        .map(|(i, _)| i)
+        .into_iter()
+        .filter(|(_, t)| pressure || past(t, flush_bytes.div_ceil(2), interval / 2))
+        .map(|(s, _)| s)
         .collect()
 }
 
@@ -260,10 +248,15 @@ mod tests {
         }
     }
 
+    /// The tails numbered from 0, so a test names the chosen by index.
+    fn numbered(tails: &[Tail]) -> Vec<(usize, Tail)> {
+        tails.iter().copied().enumerate().collect()
+    }
+
     #[test]
     fn nothing_goes_before_a_tail_is_due() {
         let tails = [tail(MIB, 9), tail(7 * MIB, 1)];
-        assert!(flush_set(&tails, false, 8 * MIB, Duration::from_secs(10)).is_empty());
+        assert!(flush_set(numbered(&tails), false, 8 * MIB, Duration::from_secs(10)).is_empty());
     }
 
     #[test]
@@ -271,16 +264,19 @@ mod tests {
         let interval = Duration::from_secs(10);
         // Due by age; one half-aged, one half-full, one fresh and small.
         let tails = [tail(MIB, 10), tail(MIB, 6), tail(5 * MIB, 1), tail(MIB, 2)];
-        assert_eq!(flush_set(&tails, false, 8 * MIB, interval), vec![0, 1, 2]);
+        assert_eq!(flush_set(numbered(&tails), false, 8 * MIB, interval), vec![0, 1, 2]);
         // Due by size.
         let tails = [tail(MIB, 4), tail(8 * MIB, 0)];
-        assert_eq!(flush_set(&tails, false, 8 * MIB, interval), vec![1]);
+        assert_eq!(flush_set(numbered(&tails), false, 8 * MIB, interval), vec![1]);
     }
 
     #[test]
     fn memory_pressure_flushes_every_tail() {
         let tails = [tail(1, 0), tail(2, 0)];
-        assert_eq!(flush_set(&tails, true, 8 * MIB, Duration::from_secs(10)), vec![0, 1]);
-        assert!(flush_set(&[], true, 8 * MIB, Duration::from_secs(10)).is_empty());
+        assert_eq!(
+            flush_set(numbered(&tails), true, 8 * MIB, Duration::from_secs(10)),
+            vec![0, 1]
+        );
+        assert!(flush_set(numbered(&[]), true, 8 * MIB, Duration::from_secs(10)).is_empty());
     }
 }

@@ -230,9 +230,8 @@ mod tests {
 
     #[test]
     fn a_segment_is_due_at_its_linger_or_its_token_bounded_by_the_target() {
-        let (mut b, t0) = budget(1.0, 1);
-        let config = BudgetConfig::new(1.0, 1).unwrap().bypass_at(1 << 20);
-        b.config = config;
+        let t0 = Instant::now();
+        let mut b = PutBudget::new(BudgetConfig::new(1.0, 1).unwrap().bypass_at(1 << 20), t0);
         b.spend(t0);
         let small = |due| Pending {
             bytes: 100,
