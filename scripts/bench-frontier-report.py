@@ -17,6 +17,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from loglog import Frame  # noqa: E402
+from mdblock import replace_block  # noqa: E402
 
 START, END = "<!-- frontier:start -->", "<!-- frontier:end -->"
 MODEL_NAMES = {
@@ -117,14 +118,7 @@ def main():
         rows = [r for r in results if r["model"] == model]
         sections += ["", f"**{MODEL_NAMES.get(model, model)}**", "", table(rows, model)]
     body = "\n".join(sections)
-    doc = open(a.doc).read()
-    if START in doc and END in doc:
-        head, rest = doc.split(START, 1)
-        _, tail = rest.split(END, 1)
-        doc = f"{head}{START}\n{body}\n{END}{tail}"
-    else:
-        doc = doc.rstrip("\n") + f"\n\n## The WAL PUT budget: latency against cost\n\n{START}\n{body}\n{END}\n"
-    open(a.doc, "w").write(doc)
+    replace_block(a.doc, START, END, body, "The WAL PUT budget: latency against cost")
     open(a.svg, "w").write(svg(results))
 
 

@@ -19,28 +19,28 @@ stop_node() {
     PID=
 }
 
-# wait_ready URL LOG: until URL/ready answers; if the node dies or never
-# answers, show the end of LOG and exit.
-wait_ready() {
-    for _ in $(seq 200); do
-        curl -sf "$1/ready" >/dev/null && return
+# wait_for LOG WHAT CMD...: run CMD every 0.1 s (for up to 30 s) until it
+# succeeds; if the node dies or time runs out, say WHAT, show the end of
+# LOG and exit.
+wait_for() {
+    local log=$1 what=$2
+    shift 2
+    for _ in $(seq 300); do
+        "$@" 2>/dev/null && return
         kill -0 "$PID" 2>/dev/null || break
         sleep 0.1
     done
-    echo "the node did not start:" >&2
-    tail -n 30 "$2" >&2
+    echo "$what:" >&2
+    tail -n 30 "$log" >&2
     exit 1
 }
 
+# wait_ready URL LOG: until URL/ready answers.
+wait_ready() { wait_for "$2" "the node did not start" curl -sf -o /dev/null "$1/ready"; }
+
 # wait_port PORT LOG: until something listens on PORT (for brokers that have
-# no /ready); as wait_ready otherwise.
+# no /ready).
 wait_port() {
-    for _ in $(seq 300); do
-        python3 -c "import socket; socket.create_connection(('127.0.0.1', $1), 1)" 2>/dev/null && return
-        kill -0 "$PID" 2>/dev/null || break
-        sleep 0.1
-    done
-    echo "nothing listened on port $1:" >&2
-    tail -n 30 "$2" >&2
-    exit 1
+    wait_for "$2" "nothing listened on port $1" \
+        python3 -c "import socket; socket.create_connection(('127.0.0.1', $1), 1)"
 }

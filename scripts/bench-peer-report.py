@@ -9,6 +9,11 @@ between `<!-- peer:start -->` and `<!-- peer:end -->`.
 """
 import argparse
 import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from mdblock import replace_block  # noqa: E402
 
 START, END = "<!-- peer:start -->", "<!-- peer:end -->"
 BROKERS = [
@@ -99,14 +104,7 @@ def main():
         f"{s['duration_sec']:.0f} s flood then {s['duration_sec']:.0f} s paced, "
         "each broker alone on a fresh moto S3 server on the same machine.\n\n" + body
     )
-    doc = open(a.doc).read()
-    if START in doc and END in doc:
-        head, rest = doc.split(START, 1)
-        _, tail = rest.split(END, 1)
-        doc = f"{head}{START}\n{text}\n{END}{tail}"
-    else:
-        doc = doc.rstrip("\n") + f"\n\n## Beside a peer: tansu on the same S3 server\n\n{START}\n{text}\n{END}\n"
-    open(a.doc, "w").write(doc)
+    replace_block(a.doc, START, END, text, "Beside a peer: tansu on the same S3 server")
 
 
 if __name__ == "__main__":

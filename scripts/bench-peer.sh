@@ -78,8 +78,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# moto NAME BUCKET: a fresh moto server with BUCKET; sets S3.
-moto() {
+# start_moto NAME BUCKET: a fresh moto server with BUCKET; sets S3.
+start_moto() {
     local port
     port=$(free_port)
     PYTHONPATH=$MOTO python3 -m moto.server -H 127.0.0.1 -p "$port" >"$WORK/moto-$1.log" 2>&1 &
@@ -114,10 +114,10 @@ measure() {
 }
 
 STAMP=$(date +%s)
-# sluice NAME [serve flags...]
-sluice() {
+# run_sluice NAME [serve flags...]
+run_sluice() {
     local name=$1; shift
-    moto "$name" sluice
+    start_moto "$name" sluice
     PORT=$(free_port)
     local http stores
     http=$(free_port)
@@ -131,10 +131,10 @@ sluice() {
     measure "$name"
 }
 
-sluice sluice
-sluice sluice-no-budget --wal-put-rate off
+run_sluice sluice
+run_sluice sluice-no-budget --wal-put-rate off
 
-moto tansu tansu
+start_moto tansu tansu
 PORT=$(free_port)
 AWS_ENDPOINT=$S3 AWS_ALLOW_HTTP=true AWS_DEFAULT_REGION=$REGION \
     "$TANSU" broker --kafka-cluster-id peer \
