@@ -201,6 +201,8 @@ pub struct ServeArgs {
     pub flush_bytes: usize,
 
     /// ... or when its oldest unflushed record is this many seconds old.
+    /// When one stream is due, the others past half of either bound go in
+    /// the same data object.
     #[arg(long, env = "SLUICE_FLUSH_INTERVAL_SEC", default_value_t = 10)]
     pub flush_interval_sec: u64,
 

@@ -156,6 +156,8 @@ pub struct BenchArgs {
     /// Measure the floor on this store before the load: file:///PATH on the
     /// node's disk, or s3://bucket/prefix (with --s3-endpoint for an
     /// S3-compatible server). Latencies are then also reported as ratios.
+    /// With --rate the floor's PUTs are paced like the load's requests
+    /// (`floor.gap_ms` in the report; at most a second apart).
     #[arg(long, env = "SLUICE_BENCH_FLOOR_STORE")]
     pub floor_store: Option<String>,
     /// S3-compatible endpoint for an s3:// floor store (path-style requests).
