@@ -51,6 +51,7 @@ async fn all_open(node: &Node, topic: &str) -> bool {
             max_bytes: 1,
             wait: Duration::ZERO,
             committed: false,
+            consistency: Default::default(),
         };
         while node.read(topic, p, tail()).await.is_err() {
             if Instant::now() > deadline {
@@ -99,6 +100,7 @@ async fn requests_to_a_non_owner_are_forwarded_to_the_owner() {
             max_bytes: 1 << 20,
             wait: Duration::from_secs(10),
             committed: false,
+            consistency: Default::default(),
         };
         other.read("t", 0, req).await.unwrap()
     });
@@ -383,5 +385,120 @@ async fn draining_a_node_moves_all_its_streams_and_a_new_node_gets_some_by_rebal
     assert!(a.nodes().nodes.iter().any(|n| n.node_id == "b" && n.draining));
     for p in 0..6 {
         a.append("t", p, vec![rec("x")]).await.unwrap();
+    }
+}
+
+/// A read with `consistency: Strong` (HTTP `consistency=strong`).
+fn strong_from(offset: u64) -> ReadRequest {
+    ReadRequest {
+        consistency: sluice::api::Consistency::Strong,
+        ..read_from(offset)
+    }
+}
+
+fn values(r: &sluice::api::ReadResult) -> Vec<String> {
+    r.records
+        .iter()
+        .map(|(_, rec)| String::from_utf8_lossy(rec.value.as_deref().unwrap_or_default()).into_owned())
+        .collect()
+}
+
+/// The residual risk of default reads and what strong ones do about it: a
+/// node cut off from the metadata log is fenced and its streams move, but it
+/// does not know. It still answers default reads with the prefix it knows
+/// (stale: without what the new owner acknowledged), and refuses strong
+/// ones, which cannot confirm through the log that it still owns the stream.
+/// Through the new owner, or through the zombie once it can read the log
+/// again (forwarded), a strong read has every acknowledged record.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fenced_zombie_serves_a_stale_default_read_but_refuses_a_strong_one() {
+    let shared_log = Arc::new(MemoryStore::new());
+    let a_view = FaultyStore::new(shared_log.clone(), FaultConfig::default());
+    let log_a: sluice::meta::DynLog = Arc::new(sluice::meta::store_log::StoreLog::new(Arc::new(a_view.clone()), ""));
+    let log_b: sluice::meta::DynLog = Arc::new(sluice::meta::store_log::StoreLog::new(shared_log.clone(), ""));
+    let base = support::memory_backends();
+    let a = spawn_node(
+        "a",
+        Backends {
+            log: log_a,
+            ..base.clone()
+        },
+        &[],
+    )
+    .await;
+    a.create_topic("t", 1, Default::default()).await.unwrap();
+    assert!(all_open(&a, "t").await);
+    let b = spawn_node(
+        "b",
+        Backends {
+            log: log_b,
+            ..base.clone()
+        },
+        &[],
+    )
+    .await;
+    let s = stream_id(&a, "t", 0);
+    assert_eq!(owner(&a, s).as_deref(), Some("a"));
+    a.append("t", 0, vec![rec("before")]).await.unwrap();
+    // Strong reads on both nodes see it while a owns the stream.
+    assert_eq!(values(&a.read("t", 0, strong_from(0)).await.unwrap()), ["before"]);
+    assert_eq!(values(&b.read("t", 0, strong_from(0)).await.unwrap()), ["before"]);
+
+    a_view.set_unavailable(true);
+    assert!(eventually(Duration::from_secs(30), || b.meta.view().nodes[&a.id].fenced).await);
+    // b recovers a's WAL and takes the stream.
+    let mut acked = None;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while acked.is_none() && Instant::now() < deadline {
+        match b.append("t", 0, vec![rec("after")]).await {
+            Ok(x) => acked = Some((x, Instant::now())),
+            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+    let (after, acked_at) = acked.expect("b appends after taking the stream over");
+    assert_eq!(after.base, Offset(1));
+    assert_eq!(owner(&b, s).as_deref(), Some("b"));
+
+    // The zombie: a default read is served, stale.
+    let stale = a.read("t", 0, read_from(0)).await.unwrap();
+    assert_eq!(values(&stale), ["before"], "a does not know it was fenced");
+    assert_eq!(stale.high_watermark, Offset(1));
+    eprintln!(
+        "zombie still served a stale default read {:?} after b acknowledged offset 1",
+        acked_at.elapsed()
+    );
+    // A strong read is refused, retryably.
+    let err = a.read("t", 0, strong_from(0)).await.unwrap_err();
+    assert_eq!(err.code, ErrorCode::Unavailable, "{err:?}");
+    // Through the new owner it has both records.
+    let strong = b.read("t", 0, strong_from(0)).await.unwrap();
+    assert_eq!(values(&strong), ["before", "after"]);
+
+    // a reads the log again, learns it is fenced and stops serving.
+    a_view.set_unavailable(false);
+    assert!(eventually(Duration::from_secs(10), || a.phase() == Phase::Fenced).await);
+    assert!(
+        a.read("t", 0, strong_from(0)).await.is_err(),
+        "a fenced node serves nothing"
+    );
+}
+
+/// A strong read through a node that does not own the stream is forwarded
+/// and then confirmed; a placement that moves in between is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_strong_read_through_a_non_owner_is_forwarded_and_confirmed() {
+    let backends = support::memory_backends();
+    let a = spawn_node("a", backends.clone(), &[]).await;
+    let b = spawn_node("b", backends.clone(), &[]).await;
+    a.create_topic("t", 4, Default::default()).await.unwrap();
+    assert!(all_open(&a, "t").await);
+    assert!(all_open(&b, "t").await);
+    for p in 0..4 {
+        a.append("t", p, vec![rec(format!("v{p}"))]).await.unwrap();
+        for n in [&a, &b] {
+            let r = n.read("t", p, strong_from(0)).await.unwrap();
+            assert_eq!(values(&r), [format!("v{p}")]);
+            assert_eq!(r.high_watermark, Offset(1));
+        }
     }
 }

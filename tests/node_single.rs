@@ -29,6 +29,7 @@ fn read_all(from: Offset) -> ReadRequest {
         max_bytes: usize::MAX,
         wait: Duration::ZERO,
         committed: false,
+        consistency: Default::default(),
     }
 }
 
@@ -98,6 +99,7 @@ async fn a_long_poll_returns_when_a_record_arrives() {
             max_bytes: 1 << 20,
             wait: Duration::from_secs(10),
             committed: false,
+            consistency: Default::default(),
         };
         let started = tokio::time::Instant::now();
         let r = reader.read("t", 0, req).await.unwrap();

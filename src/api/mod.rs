@@ -258,6 +258,26 @@ pub struct ReadRequest {
     /// `End` is the last stable offset. `false`: every stored record up to
     /// the high watermark, control records included.
     pub committed: bool,
+    /// What the answer promises about recency (see [`Consistency`]).
+    pub consistency: Consistency,
+}
+
+/// How current a read's answer must be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Consistency {
+    /// What the node serving the read knows: always a prefix of the log
+    /// that every acknowledged record below its end belongs to, but a node
+    /// fenced without knowing it yet (or a lagging view of a closed stream)
+    /// may answer with an older end. Served during metadata outages.
+    #[default]
+    Local,
+    /// Linearizable: after serving, the node reads the metadata log to its
+    /// end and confirms that the stream's placement (owner, node epoch,
+    /// stream epoch; the committed end of a closed stream) is still the one
+    /// the read was served under. Every record acknowledged before the read
+    /// began is in the answer. Refused (retryable) when the placement moved
+    /// or the log cannot be read.
+    Strong,
 }
 
 #[derive(Debug, Clone)]

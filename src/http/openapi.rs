@@ -55,6 +55,15 @@ fn isolation_param() -> Value {
     })
 }
 
+/// `?consistency=` of reads.
+fn consistency_param() -> Value {
+    json!({
+        "name": "consistency", "in": "query", "required": false,
+        "description": "`local` (the default) answers with what the serving node knows, also while the metadata store is unreachable; a node fenced without knowing it yet may answer with an older end. `strong` is linearizable: after serving, the node reads the metadata log to its end and confirms that the stream is still placed where the read was served, else answers 503 (retry). Costs one metadata log read.",
+        "schema": { "type": "string", "enum": ["local", "strong"], "default": "local" }
+    })
+}
+
 fn headers_param() -> Value {
     json!({
         "name": "headers", "in": "query", "required": false,
@@ -258,7 +267,7 @@ fn topic_paths() -> Value {
                       "schema": { "type": "integer", "minimum": 1, "default": 1048576 } },
                     { "name": "wait_ms", "in": "query", "description": "Long poll: wait up to this long (capped by the server's --max-wait-ms) when no records are available.",
                       "schema": { "type": "integer", "minimum": 0, "default": 0 } },
-                    encoding_param(), headers_param(), isolation_param()
+                    encoding_param(), headers_param(), isolation_param(), consistency_param()
                 ],
                 "responses": {
                     "200": json_response("records (empty on long-poll timeout)", "ReadResponse"),

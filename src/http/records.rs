@@ -10,7 +10,7 @@ use super::records_in::{check_size, parse_json, BodyLimits, Incoming};
 use super::records_out::{read_answer, HeaderForm};
 use super::topics::body_error;
 use super::{checked_partition, AppState, Shared};
-use crate::api::{ApiError, ErrorCode, ReadFrom, ReadRequest};
+use crate::api::{ApiError, Consistency, ErrorCode, ReadFrom, ReadRequest};
 use crate::batch::{partition_for_key, Record};
 use crate::ids::Offset;
 use axum::body::Bytes;
@@ -382,6 +382,17 @@ pub(crate) fn read_from(params: &Params) -> HttpResult<ReadFrom> {
     }
 }
 
+/// `consistency`: `local` (the default: what the serving node knows, also
+/// during a metadata outage) or `strong` (linearizable: confirmed through
+/// the metadata log after serving; see [`Consistency`]).
+pub(crate) fn consistency(params: &Params) -> HttpResult<Consistency> {
+    match params.get("consistency").map(String::as_str) {
+        None | Some("local") => Ok(Consistency::Local),
+        Some("strong") => Ok(Consistency::Strong),
+        Some(other) => Err(invalid(format!("consistency must be local or strong, got {other:?}"))),
+    }
+}
+
 /// `isolation`: `read_committed` (the default: nothing of open or aborted
 /// Kafka transactions, no transaction markers) or `read_uncommitted`
 /// (every stored record).
@@ -416,6 +427,7 @@ fn read_request(state: &AppState, params: &Params) -> HttpResult<ReadRequest> {
             .min(state.limits.max_read_bytes),
         wait: Duration::from_millis(wait_ms).min(state.limits.max_wait),
         committed: committed(params)?,
+        consistency: consistency(params)?,
     })
 }
 

@@ -63,6 +63,7 @@ impl Subscription {
             max_bytes: BATCH_BYTES.min(self.state.limits.max_read_bytes),
             wait,
             committed: self.committed,
+            consistency: Default::default(),
         }
     }
 

@@ -429,6 +429,7 @@ mod tests {
             max_bytes: 1 << 20,
             wait: Duration::ZERO,
             committed: false,
+            consistency: Default::default(),
         }
     }
 

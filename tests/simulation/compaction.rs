@@ -149,6 +149,7 @@ pub async fn reader(sim: Arc<Sim>, mut rng: SmallRng) {
             max_bytes: 64 << 10,
             wait: Duration::ZERO,
             committed: false,
+            consistency: Default::default(),
         };
         match timeout(Duration::from_secs(5), node.read(KV_TOPIC, p, req)).await {
             Ok(Ok(r)) => {
@@ -256,6 +257,7 @@ async fn final_read(sim: &Sim, p: u32) -> Result<KvPartition, String> {
                 max_bytes: usize::MAX,
                 wait: Duration::ZERO,
                 committed: false,
+                consistency: Default::default(),
             };
             let r = match timeout(Duration::from_secs(5), node.read(KV_TOPIC, p, req)).await {
                 Ok(Ok(r)) => r,

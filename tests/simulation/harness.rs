@@ -652,6 +652,7 @@ async fn reader(sim: Arc<Sim>, i: usize, mut rng: SmallRng) {
             max_bytes: 16 << 10,
             wait,
             committed: false,
+            consistency: Default::default(),
         };
         match timeout(wait + Duration::from_secs(5), node.read(TOPIC, p, req)).await {
             Ok(Ok(r)) => {
@@ -883,6 +884,7 @@ async fn final_read(sim: &Sim, p: u32) -> Result<Vec<Bytes>, String> {
                 max_bytes: usize::MAX,
                 wait: Duration::ZERO,
                 committed: false,
+                consistency: Default::default(),
             };
             let r = match timeout(Duration::from_secs(5), node.read(TOPIC, p, req)).await {
                 Ok(Ok(r)) => r,

@@ -408,6 +408,7 @@ pub async fn committed_reader(sim: Arc<Sim>, i: usize, mut rng: SmallRng) {
                 max_bytes: 16 << 10,
                 wait: Duration::ZERO,
                 committed: true,
+                consistency: Default::default(),
             };
             match timeout(Duration::from_secs(5), node.read(TOPIC, p, req)).await {
                 Ok(Ok(r)) => {
@@ -609,6 +610,7 @@ async fn read_all_committed(node: &Node, p: u32) -> Result<Vec<(u64, Bytes)>, St
             max_bytes: usize::MAX,
             wait: Duration::ZERO,
             committed: true,
+            consistency: Default::default(),
         };
         let r = match timeout(Duration::from_secs(5), node.read(TOPIC, p, req)).await {
             Ok(Ok(r)) => r,

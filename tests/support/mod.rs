@@ -68,6 +68,7 @@ pub fn read_from(offset: u64) -> ReadRequest {
         max_bytes: usize::MAX,
         wait: Duration::ZERO,
         committed: false,
+        consistency: Default::default(),
     }
 }
 

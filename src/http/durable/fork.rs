@@ -276,6 +276,7 @@ pub(crate) async fn read(
                 Duration::ZERO
             },
             committed: true,
+            consistency: Default::default(),
         };
         let r = match st.engine.records.read(&seg.topic, 0, req).await {
             Ok(r) => r,

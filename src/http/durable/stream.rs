@@ -109,6 +109,7 @@ pub async fn topic_tail(st: &DsState, topic: &str) -> Result<Offset, DsError> {
         max_bytes: 1,
         wait: Duration::ZERO,
         committed: true,
+        consistency: Default::default(),
     };
     Ok(st.engine.records.read(topic, 0, req).await?.next_offset)
 }

@@ -1136,6 +1136,12 @@ async fn a_compacted_topic_is_configured_over_http_and_refuses_records_without_k
         .get("/v1/topics/k/partitions/0/records?isolation=read_uncommitted")
         .await;
     assert_eq!(read.body["records"], json!([]), "{}", read.body);
+    // Reads may ask to be current; anything else is refused up front.
+    let strong = h.get("/v1/topics/k/partitions/0/records?consistency=strong").await;
+    assert_eq!(strong.status, StatusCode::OK, "{}", strong.body);
+    h.get("/v1/topics/k/partitions/0/records?consistency=eventual")
+        .await
+        .assert_error(400, "invalid_request");
     let keyed = json!({ "records": [{ "key": "a", "value": "1" }, { "key": "b", "value": null }] });
     assert_eq!(
         h.post("/v1/topics/k/partitions/0/records", keyed).await.status,

@@ -124,6 +124,7 @@ async fn read_from(engine: &Services, topic: &str, from: u64) -> ApiResult<ReadR
         max_bytes: 1 << 20,
         wait: Duration::ZERO,
         committed: false,
+        consistency: Default::default(),
     };
     engine.records.read(topic, 0, req).await
 }

@@ -4,6 +4,7 @@
 //!
 //! - `records`: append and read (records and raw batches), leader epochs.
 //! - `trim`: moving a partition's start (DeleteRecords), for `records`.
+//! - `strong`: confirming a strong read's placement through the log, for `records`.
 //! - `topics`: create, list, describe, grow, configure, delete.
 //! - `group_offsets`: consumer groups' committed offsets.
 //! - `producer_ids`: Kafka producer ids, reserved in blocks.
@@ -18,6 +19,7 @@ mod cluster;
 mod group_offsets;
 mod producer_ids;
 mod records;
+mod strong;
 mod tokens;
 mod topics;
 mod trim;

@@ -131,6 +131,77 @@ impl Node {
         }
         Ok((result(records), false))
     }
+
+    /// A read as [`Records::read`] serves it, after the stream is resolved.
+    async fn read_stream(
+        &self,
+        stream: StreamId,
+        topic: &str,
+        partition: u32,
+        req: ReadRequest,
+    ) -> ApiResult<ReadResult> {
+        // Forwarded here by a node that sees the stream placed here while
+        // this view has it unplaced: catch up rather than serve a stale end.
+        let unplaced = matches!(
+            self.meta.view().streams.get(&stream).map(|r| &r.state),
+            Some(StreamState::Closed)
+        );
+        if is_forwarded() && unplaced {
+            // If this fails the read below is answered from the older view,
+            // as "not here" (retryable), never as data past what we know.
+            let _ = self.meta.sync(std::time::Duration::from_millis(500)).await;
+        }
+        let req = ReadRequest {
+            limit: req.limit.max(1),
+            wait: req.wait.min(self.config.max_wait),
+            ..req
+        };
+        if self.open_stream(stream).is_none() {
+            let routed = tokio::select! {
+                r = self.router().read(self, stream, topic, partition, &req) => r,
+                _ = self.live_reads_ended() => Some(Err(ApiError::unavailable("node is shutting down"))),
+            };
+            if let Some(r) = routed {
+                return r;
+            }
+        }
+        let (first, at_end) = if req.committed {
+            self.read_committed_once(stream, req.from, &req).await?
+        } else {
+            self.read_once(stream, req.from, &req).await?
+        };
+        if !at_end || req.wait.is_zero() {
+            return Ok(first);
+        }
+        // Long poll: wait for the high watermark to pass `from`, the time to
+        // run out, or live reads to end.
+        let from = ReadFrom::At(first.next_offset);
+        let deadline = tokio::time::Instant::now() + req.wait.min(self.config.max_wait);
+        let Some(s) = self.open_here_by(stream, deadline).await? else {
+            return Ok(first);
+        };
+        let mut hw = s.watch_high_watermark();
+        let target = first.next_offset;
+        // The last stable offset moves only as the high watermark does.
+        let visible = |s: &crate::stream::partition::OpenStream| {
+            if req.committed {
+                s.last_stable()
+            } else {
+                s.high_watermark()
+            }
+        };
+        while visible(&s) <= target {
+            tokio::select! {
+                changed = hw.changed() => if changed.is_err() { return Ok(first) },
+                _ = tokio::time::sleep_until(deadline) => return Ok(first),
+                _ = self.live_reads_ended() => return Err(ApiError::unavailable("node is shutting down")),
+            }
+        }
+        if req.committed {
+            return Ok(self.read_committed_once(stream, from, &req).await?.0);
+        }
+        Ok(self.read_once(stream, from, &req).await?.0)
+    }
 }
 
 /// How often a marker is judged again when its partition's open
@@ -358,67 +429,13 @@ impl Records for Node {
     async fn read(&self, topic: &str, partition: u32, req: ReadRequest) -> ApiResult<ReadResult> {
         let stream = self.resolve_current(topic, partition).await?;
         self.check_serving()?;
-        // Forwarded here by a node that sees the stream placed here while
-        // this view has it unplaced: catch up rather than serve a stale end.
-        let unplaced = matches!(
-            self.meta.view().streams.get(&stream).map(|r| &r.state),
-            Some(StreamState::Closed)
-        );
-        if is_forwarded() && unplaced {
-            // If this fails the read below is answered from the older view,
-            // as "not here" (retryable), never as data past what we know.
-            let _ = self.meta.sync(std::time::Duration::from_millis(500)).await;
+        if req.consistency == Consistency::Strong {
+            let before = self.placement(stream);
+            let result = self.read_stream(stream, topic, partition, req).await?;
+            self.confirm_placement(stream, &before).await?;
+            return Ok(result);
         }
-        let req = ReadRequest {
-            limit: req.limit.max(1),
-            wait: req.wait.min(self.config.max_wait),
-            ..req
-        };
-        if self.open_stream(stream).is_none() {
-            let routed = tokio::select! {
-                r = self.router().read(self, stream, topic, partition, &req) => r,
-                _ = self.live_reads_ended() => Some(Err(ApiError::unavailable("node is shutting down"))),
-            };
-            if let Some(r) = routed {
-                return r;
-            }
-        }
-        let (first, at_end) = if req.committed {
-            self.read_committed_once(stream, req.from, &req).await?
-        } else {
-            self.read_once(stream, req.from, &req).await?
-        };
-        if !at_end || req.wait.is_zero() {
-            return Ok(first);
-        }
-        // Long poll: wait for the high watermark to pass `from`, the time to
-        // run out, or live reads to end.
-        let from = ReadFrom::At(first.next_offset);
-        let deadline = tokio::time::Instant::now() + req.wait.min(self.config.max_wait);
-        let Some(s) = self.open_here_by(stream, deadline).await? else {
-            return Ok(first);
-        };
-        let mut hw = s.watch_high_watermark();
-        let target = first.next_offset;
-        // The last stable offset moves only as the high watermark does.
-        let visible = |s: &crate::stream::partition::OpenStream| {
-            if req.committed {
-                s.last_stable()
-            } else {
-                s.high_watermark()
-            }
-        };
-        while visible(&s) <= target {
-            tokio::select! {
-                changed = hw.changed() => if changed.is_err() { return Ok(first) },
-                _ = tokio::time::sleep_until(deadline) => return Ok(first),
-                _ = self.live_reads_ended() => return Err(ApiError::unavailable("node is shutting down")),
-            }
-        }
-        if req.committed {
-            return Ok(self.read_committed_once(stream, from, &req).await?.0);
-        }
-        Ok(self.read_once(stream, from, &req).await?.0)
+        self.read_stream(stream, topic, partition, req).await
     }
 
     #[tracing::instrument(level = "debug", skip_all, fields(stream = %format_args!("{topic}/{partition}")))]
