@@ -5,6 +5,8 @@
 //!
 //! - [`ids`]: newtypes for every number that fences or orders.
 //! - [`clock`]: injected time; the one place that reads the wall clock.
+//! - [`entropy`]: randomness that is not a secret, seedable per thread (the
+//!   simulation's runs are a function of their seed).
 //! - [`store`]: the object-store trait and its backends (memory, local
 //!   filesystem, S3), fault injection, request accounting, and the
 //!   latency model benchmarks put in front of a store.
@@ -59,6 +61,7 @@ pub mod cli;
 pub mod clock;
 pub mod cluster;
 pub mod config;
+pub mod entropy;
 pub mod format;
 pub mod http;
 pub mod ids;

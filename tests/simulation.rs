@@ -43,6 +43,8 @@ mod kv_history;
 mod recording;
 #[path = "simulation/schedule.rs"]
 mod schedule;
+#[path = "simulation/trace.rs"]
+mod trace;
 #[path = "simulation/txn_history.rs"]
 mod txn_history;
 
@@ -154,11 +156,14 @@ impl tracing_subscriber::fmt::time::FormatTime for SimClock {
 fn run_one(seed: u64) -> (Result<(), String>, SeedReport) {
     install_hooks();
     let panics_before = PANICS.with(Cell::get);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .start_paused(true)
-        .build()
-        .expect("a runtime");
+    // Bit-exactness: the runtime's RNG (which orders `select!` branches)
+    // and Sluice's own draws on this thread come from the seed.
+    let mut builder = tokio::runtime::Builder::new_current_thread();
+    builder.enable_all().start_paused(true);
+    #[cfg(tokio_unstable)]
+    builder.rng_seed(tokio::runtime::RngSeed::from_bytes(&seed.to_le_bytes()));
+    let runtime = builder.build().expect("a runtime");
+    sluice::entropy::seed_this_thread(Some(seed ^ 0x5eed_5eed_5eed_5eed));
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         runtime.block_on(async {
             SIM_T0.with(|t| t.set(Some(tokio::time::Instant::now())));
@@ -166,6 +171,7 @@ fn run_one(seed: u64) -> (Result<(), String>, SeedReport) {
         })
     }));
     drop(runtime);
+    sluice::entropy::seed_this_thread(None);
     SIM_T0.with(|t| t.set(None));
     let mut report = match result {
         Ok(report) => report,
@@ -209,6 +215,8 @@ fn run_seeds(label: &str, seeds: &[u64], print_trace: bool, tolerate_known_bugs:
             known_hits.push(seed);
             continue;
         }
+        eprintln!("trace-hash {seed} {:016x}", report.trace_hash);
+        write_trace(seed, &report);
         let failed_now = outcome.is_err();
         if print_trace || failed_now {
             for line in &report.trace {
@@ -268,6 +276,26 @@ fn run_parallel(seeds: &[u64]) -> Vec<(u64, Result<(), String>, SeedReport, std:
     results.into_iter().map(|(_, s, o, r, t)| (s, o, r, t)).collect()
 }
 
+/// With `SLUICE_SIM_TRACE_DIR`, the seed's events go to
+/// `<dir>/<seed>-<n>.trace`, `n` counting the runs of that seed.
+fn write_trace(seed: u64, report: &SeedReport) {
+    let (Some(dir), Some(lines)) = (std::env::var_os("SLUICE_SIM_TRACE_DIR"), &report.trace_lines) else {
+        return;
+    };
+    let dir = std::path::PathBuf::from(dir);
+    std::fs::create_dir_all(&dir).expect("the trace directory");
+    let path = (1..)
+        .map(|n| dir.join(format!("{seed}-{n}.trace")))
+        .find(|p| !p.exists())
+        .expect("a free name");
+    std::fs::write(&path, lines.join("\n") + "\n").expect("the trace file");
+    eprintln!(
+        "trace of seed {seed}: {} ({} events)",
+        path.display(),
+        report.trace_events
+    );
+}
+
 fn env_u64(name: &str) -> Option<u64> {
     let v = std::env::var(name).ok()?;
     Some(
@@ -295,6 +323,42 @@ fn simulated_cluster_keeps_the_invariants_under_faults() {
             run_seeds("seeds", &seeds, false, false);
         }
     }
+}
+
+/// Bit-exactness: each seed run twice gives the same trace (every store
+/// operation and harness event at the same simulated instant, in the same
+/// order). `SLUICE_SIM_TRACE_SEEDS=N` seeds from 1 (default 20), or only
+/// `SLUICE_SIM_SEED`.
+#[test]
+fn a_seed_replays_bit_for_bit() {
+    assert!(
+        cfg!(tokio_unstable),
+        "built without --cfg tokio_unstable (.cargo/config.toml sets it; a RUSTFLAGS variable replaces it): \
+         tokio's select! order cannot be seeded"
+    );
+    let seeds: Vec<u64> = match env_u64("SLUICE_SIM_SEED") {
+        Some(seed) => vec![seed],
+        None => (1..=env_u64("SLUICE_SIM_TRACE_SEEDS").unwrap_or(20)).collect(),
+    };
+    let first = run_parallel(&seeds);
+    let second = run_parallel(&seeds);
+    let mut differ = Vec::new();
+    for ((seed, _, a, _), (_, _, b, _)) in first.iter().zip(&second) {
+        eprintln!(
+            "trace-hash {seed} {:016x} {:016x} ({} and {} events)",
+            a.trace_hash, b.trace_hash, a.trace_events, b.trace_events
+        );
+        write_trace(*seed, a);
+        write_trace(*seed, b);
+        if a.trace_hash != b.trace_hash {
+            differ.push(*seed);
+        }
+    }
+    eprintln!("bit-exact: {} of {} seeds", seeds.len() - differ.len(), seeds.len());
+    assert!(
+        differ.is_empty(),
+        "seeds {differ:?} ran differently twice (SLUICE_SIM_TRACE_DIR=<dir> writes both traces to diff)"
+    );
 }
 
 #[test]

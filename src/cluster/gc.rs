@@ -30,7 +30,7 @@ use crate::ids::{NodeEpoch, NodeId, SegmentSeq, StreamId};
 use crate::meta::{Command, StreamState, View};
 use crate::store::{DynStore, ObjectMeta};
 use crate::wal::segment::{decode_wal_object, WalObject};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::hash::Hash;
 use std::time::Duration;
 
@@ -47,9 +47,9 @@ const FENCE_MARKER_MAX_BYTES: u64 = 1024;
 pub struct GcState {
     last_run: Option<Duration>,
     /// Unreferenced data objects and when this holder first saw them so.
-    unreferenced_since: HashMap<String, Duration>,
+    unreferenced_since: BTreeMap<String, Duration>,
     /// Deleted streams' rows and when this holder first saw them deleted.
-    deleted_since: HashMap<StreamId, Duration>,
+    deleted_since: BTreeMap<StreamId, Duration>,
 }
 
 /// What one run did.
@@ -279,7 +279,7 @@ pub fn retention_trims(view: &View, now_ms: i64) -> Vec<Command> {
 
 /// Keys under `data/` that no chunk of the view references.
 pub fn unreferenced_data(view: &View, listed: &[ObjectMeta]) -> Vec<String> {
-    let referenced: HashSet<&str> = view
+    let referenced: BTreeSet<&str> = view
         .streams
         .values()
         .flat_map(|r| r.chunks.iter().map(|c| c.key.as_str()))
@@ -295,12 +295,12 @@ pub fn unreferenced_data(view: &View, listed: &[ObjectMeta]) -> Vec<String> {
 /// first seen so, in `since`; return those that have been candidates for at
 /// least `grace`. Those no longer candidates are forgotten.
 fn due_after_grace<K: Clone + Eq + Hash + Ord>(
-    since: &mut HashMap<K, Duration>,
+    since: &mut BTreeMap<K, Duration>,
     candidates: Vec<K>,
     now: Duration,
     grace: Duration,
 ) -> Vec<K> {
-    let current: HashSet<&K> = candidates.iter().collect();
+    let current: BTreeSet<&K> = candidates.iter().collect();
     since.retain(|k, _| current.contains(k));
     let mut due = Vec::new();
     for key in candidates {

@@ -11,7 +11,7 @@
 use super::{expiry, failover, placement, Context};
 use crate::ids::{HeartbeatCount, LogIndex, StreamEpoch, StreamId};
 use crate::meta::{Command, Outcome, StreamState};
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,7 +24,7 @@ pub(crate) struct HolderState {
     last_snapshot: LogIndex,
     /// Per running transfer, our own heartbeat count when we first saw it:
     /// a transfer's age is measured in our heartbeats, never wall time.
-    transfers_seen: HashMap<(StreamId, StreamEpoch), HeartbeatCount>,
+    transfers_seen: BTreeMap<(StreamId, StreamEpoch), HeartbeatCount>,
 }
 
 pub async fn run(ctx: Arc<dyn Context>) {
@@ -195,9 +195,9 @@ fn transfers_to_cancel(
     view: &crate::meta::View,
     my_count: HeartbeatCount,
     timeout: u64,
-    seen: &mut HashMap<(StreamId, StreamEpoch), HeartbeatCount>,
+    seen: &mut BTreeMap<(StreamId, StreamEpoch), HeartbeatCount>,
 ) -> Vec<Command> {
-    let mut running = HashMap::new();
+    let mut running = BTreeMap::new();
     let mut cancels = Vec::new();
     for (id, row) in &view.streams {
         let StreamState::Transferring { to, to_epoch, .. } = &row.state else {
@@ -345,7 +345,7 @@ mod tests {
     #[test]
     fn a_transfer_is_cancelled_after_the_timeout_and_not_before() {
         let view = view_transferring(3);
-        let mut seen = HashMap::new();
+        let mut seen = BTreeMap::new();
         assert!(transfers_to_cancel(&view, HeartbeatCount(10), 5, &mut seen).is_empty());
         assert!(transfers_to_cancel(&view, HeartbeatCount(14), 5, &mut seen).is_empty());
         assert_eq!(transfers_to_cancel(&view, HeartbeatCount(15), 5, &mut seen).len(), 1);
@@ -357,7 +357,7 @@ mod tests {
         // timed out, rebalancing restarted it in the same tick at the same
         // stream epoch, and every later tick cancelled it at once.
         let view = view_transferring(3);
-        let mut seen = HashMap::new();
+        let mut seen = BTreeMap::new();
         transfers_to_cancel(&view, HeartbeatCount(10), 5, &mut seen);
         assert_eq!(transfers_to_cancel(&view, HeartbeatCount(15), 5, &mut seen).len(), 1);
         // The cancel applied (supervise_transfers forgets it), and a new transfer runs.
@@ -371,7 +371,7 @@ mod tests {
     fn a_transfer_to_a_dead_target_is_cancelled_at_once() {
         let mut view = view_transferring(3);
         view.nodes.get_mut(&NodeId::new("b")).unwrap().fenced = true;
-        let mut seen = HashMap::new();
+        let mut seen = BTreeMap::new();
         assert_eq!(transfers_to_cancel(&view, HeartbeatCount(10), 5, &mut seen).len(), 1);
     }
 }

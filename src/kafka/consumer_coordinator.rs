@@ -93,7 +93,7 @@ pub async fn tick(engine: &Services, groups: &Groups, now: Instant) {
 /// A member id as Kafka makes them: 16 random bytes, URL-safe base64.
 fn fresh_member_id() -> String {
     use base64::Engine;
-    let b: [u8; 16] = rand::random();
+    let b: [u8; 16] = crate::entropy::random();
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b)
 }
 

@@ -336,7 +336,7 @@ impl Groups {
 
     fn member_id(&self, client_id: &str) -> String {
         let n = self.next_member.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let salt: u32 = rand::random();
+        let salt: u32 = crate::entropy::random();
         format!("{client_id}-{n}-{salt:08x}")
     }
 

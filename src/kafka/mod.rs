@@ -202,7 +202,9 @@ pub async fn serve_with(
     let mut conns = tokio::task::JoinSet::new();
     let mut stopping = stop.clone();
     let groups = Arc::new(Groups::new());
-    let sessions = Arc::new(FetchSessions::new(fetch_session::Sessions::new(rand::random())));
+    let sessions = Arc::new(FetchSessions::new(fetch_session::Sessions::new(
+        crate::entropy::random(),
+    )));
     let limit = crate::net::ConnLimit::new("kafka", transport.max_connections);
     let memory = RequestMemory::new(opts.max_request_memory_bytes);
     let transport = Arc::new(transport);

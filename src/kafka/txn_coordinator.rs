@@ -28,7 +28,7 @@ use super::wire::{DecodeResult, Reader, Writer};
 use crate::api::{ErrorCode, GroupOffset, Services, TxnRequest, TxnSummary};
 use crate::batch::marker::{encode_marker, Marker};
 use crate::meta::txn::{TxnDone, TxnRefusal, TxnState, MAX_TXN_TIMEOUT_MS};
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -496,7 +496,7 @@ type TxnKey = (i64, i16, u64);
 /// transactional id -> (which transaction, first seen).
 #[derive(Debug, Default)]
 pub struct TxnTimers {
-    seen: Mutex<HashMap<String, (TxnKey, Instant)>>,
+    seen: Mutex<BTreeMap<String, (TxnKey, Instant)>>,
 }
 
 /// What the coordinator should do about one record now.
@@ -518,7 +518,7 @@ impl TxnTimers {
     ) -> Vec<(String, Due)> {
         let mut seen = self.seen.lock().unwrap();
         let mut out = Vec::new();
-        let mut live = std::collections::HashSet::new();
+        let mut live = std::collections::BTreeSet::new();
         for (id, s) in rows {
             if !coordinated(id) {
                 continue;

@@ -523,7 +523,7 @@ impl Core {
     }
 
     async fn propose(&mut self, batch: Vec<Proposal>) -> Result<(), MetaError> {
-        let proposal_id = rand::random::<u64>();
+        let proposal_id = crate::entropy::random::<u64>();
         let mut commands = Vec::new();
         let mut callers = Vec::new();
         let submitted = batch.iter().map(|p| p.submitted).min().unwrap_or_else(Instant::now);

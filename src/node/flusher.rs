@@ -220,7 +220,7 @@ pub async fn truncate_wal(node: &Node) {
     // Only the streams in retained segments matter (a handful under load),
     // not every stream in the view.
     let streams = node.wal.retained_streams();
-    let committed: std::collections::HashMap<_, _> = {
+    let committed: std::collections::BTreeMap<_, _> = {
         let view = node.meta.view();
         streams
             .into_iter()

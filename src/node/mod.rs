@@ -29,7 +29,7 @@ use crate::stream::budget::Budget;
 use crate::stream::partition::OpenStream;
 use crate::stream::reader::ChunkReader;
 use crate::wal::{WalConfig, WalWriter};
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, RwLock};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -109,9 +109,9 @@ pub struct Node {
     pub(crate) peer: Arc<peer::PeerKey>,
     /// Checks tokens against this node's view (`--auth on`).
     pub(crate) auth: crate::auth::Auth,
-    streams: RwLock<HashMap<StreamId, Arc<OpenStream>>>,
+    streams: RwLock<BTreeMap<StreamId, Arc<OpenStream>>>,
     /// Streams being handed to a transfer target.
-    handing_off: Mutex<std::collections::HashSet<StreamId>>,
+    handing_off: Mutex<std::collections::BTreeSet<StreamId>>,
     /// Kafka producer ids reserved in the metadata log, not yet handed out.
     pub(crate) producer_ids: tokio::sync::Mutex<std::ops::Range<i64>>,
     /// Whose turn it is to finish each transactional id's transaction here.
@@ -195,7 +195,7 @@ impl Node {
             meta,
             backends,
             wal,
-            streams: RwLock::new(HashMap::new()),
+            streams: RwLock::new(BTreeMap::new()),
             handing_off: Mutex::new(Default::default()),
             producer_ids: tokio::sync::Mutex::new(0..0),
             txn_finishers: Default::default(),

@@ -8,7 +8,7 @@ use crate::ids::{Offset, StreamEpoch, StreamId};
 use crate::meta::producers::ProducerTable;
 use crate::meta::StreamState;
 use crate::stream::partition::OpenStream;
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use tracing::Instrument as _;
 
@@ -28,7 +28,7 @@ impl Node {
             }
         }
         // Producer state is cloned from the view only for streams being opened.
-        let opened: HashMap<StreamId, StreamEpoch> = self
+        let opened: BTreeMap<StreamId, StreamEpoch> = self
             .streams
             .read()
             .unwrap()
@@ -43,7 +43,7 @@ impl Node {
             };
             (row.stream_epoch, row.committed_end, row.topic_name.clone(), producers)
         };
-        let mut wanted: HashMap<StreamId, (StreamEpoch, Offset, String, ProducerTable)> = HashMap::new();
+        let mut wanted: BTreeMap<StreamId, (StreamEpoch, Offset, String, ProducerTable)> = BTreeMap::new();
         let mut leaving = Vec::new();
         for (id, row) in &view.streams {
             match &row.state {

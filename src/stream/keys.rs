@@ -35,7 +35,7 @@ pub fn data_object_key(node: &NodeId, epoch: NodeEpoch, now_ms: i64) -> String {
     format!(
         "data/{y:04}/{m:02}/{d:02}/{node}-{}-{}.obj",
         epoch.0,
-        ulid(now_ms, rand::random())
+        ulid(now_ms, crate::entropy::random())
     )
 }
 

@@ -6,8 +6,10 @@ use super::history::{check_final, History, Origin, MARKER};
 use super::kv_history::KvHistory;
 use super::recording::{RecordingStore, WalLedger};
 use super::schedule::{self, Event, Fault, Target, NODES};
+use super::trace::Trace;
 use super::txn_history::{check_final_txns, outcome_counts, TxnHistory};
 use crate::support;
+use crate::support::linearizable::{self, Append, FinalLog, Outcome, Read};
 use bytes::Bytes;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -55,6 +57,24 @@ const FLAGS: &[&str] = &[
     "--compaction-interval-sec",
     "2",
 ];
+
+/// Wall time in the simulation: 2026-01-01T00:00:00Z when the seed starts,
+/// moving with simulated time, so that record timestamps and data-object
+/// names are a function of the seed.
+#[derive(Debug)]
+struct SimWallClock {
+    origin: Instant,
+}
+
+impl sluice::clock::Clock for SimWallClock {
+    fn now_ms(&self) -> i64 {
+        1_767_225_600_000 + self.origin.elapsed().as_millis() as i64
+    }
+
+    fn monotonic(&self) -> Duration {
+        self.origin.elapsed()
+    }
+}
 
 /// One node id: its connections to the shared stores (kept across restarts,
 /// so a partition outlives a crash) and its current incarnation.
@@ -104,6 +124,11 @@ pub struct SeedReport {
     pub acked: u64,
     pub violations: Vec<String>,
     pub trace: Vec<String>,
+    /// The hash of the seed's trace (see `trace.rs`) and its event count.
+    pub trace_hash: u64,
+    pub trace_events: u64,
+    /// The trace's events, when `SLUICE_SIM_TRACE_DIR` asks for them.
+    pub trace_lines: Option<Vec<String>>,
 }
 
 pub struct Sim {
@@ -114,6 +139,15 @@ pub struct Sim {
     txns: Mutex<TxnHistory>,
     counts: Mutex<BTreeMap<String, u64>>,
     trace: Mutex<Vec<String>>,
+    /// Every store operation and harness line, hashed (bit-exactness).
+    tracer: Arc<Trace>,
+    /// Appends and strong reads of the plain topic, per partition, with
+    /// their invocation and completion ticks, for the linearizability check.
+    lin: Mutex<BTreeMap<u32, (Vec<Append>, Vec<Read>)>>,
+    /// The real-time order of those events (the seed runs on one thread).
+    ticks: std::sync::atomic::AtomicU64,
+    /// Wall time for the nodes: a fixed instant plus simulated time.
+    clock: sluice::clock::SharedClock,
     ledger: Arc<Mutex<WalLedger>>,
     /// The shared data and WAL store, without faults, to inspect the truth.
     shared_data: RecordingStore,
@@ -148,9 +182,10 @@ fn millis(rng: &mut SmallRng, lo: u64, hi: u64) -> Duration {
 
 impl Sim {
     fn new(seed: u64, rng: &mut SmallRng) -> Self {
-        let shared_data = RecordingStore::new(Arc::new(MemoryStore::new()));
+        let tracer = Arc::new(Trace::new(std::env::var_os("SLUICE_SIM_TRACE_DIR").is_some()));
+        let shared_data = RecordingStore::traced(Arc::new(MemoryStore::new()), tracer.clone());
         let ledger = shared_data.ledger();
-        let shared_meta = Arc::new(MemoryStore::new());
+        let shared_meta = Arc::new(RecordingStore::traced(Arc::new(MemoryStore::new()), tracer.clone()));
         let slots = (1..=NODES)
             .map(|i| {
                 let faulty = |inner: sluice::store::DynStore, rng: &mut SmallRng| {
@@ -191,6 +226,10 @@ impl Sim {
             txns: Mutex::default(),
             counts: Mutex::default(),
             trace: Mutex::default(),
+            tracer,
+            clock: Arc::new(SimWallClock { origin: Instant::now() }),
+            lin: Mutex::default(),
+            ticks: std::sync::atomic::AtomicU64::new(1),
             ledger,
             shared_data,
             stop: AtomicBool::new(false),
@@ -213,10 +252,16 @@ impl Sim {
 
     fn log(&self, line: impl AsRef<str>) {
         let line = format!("{:>7} ms  {}", self.ms(), line.as_ref());
+        self.tracer.event(format_args!("harness {line}"));
         if self.verbose {
             eprintln!("seed {}: {line}", self.seed);
         }
         self.trace.lock().unwrap().push(line);
+    }
+
+    /// The next instant of the linearizability history's clock.
+    fn tick(&self) -> u64 {
+        self.ticks.fetch_add(1, Ordering::Relaxed)
     }
 
     fn count(&self, key: impl Into<String>) {
@@ -365,7 +410,12 @@ async fn supervisor(sim: Arc<Sim>, mut rng: SmallRng) {
 
 async fn start(sim: Arc<Sim>, i: usize) {
     let slot = &sim.slots[i];
-    let result = Node::start_with(support::config(&slot.id, FLAGS), slot.backends.clone()).await;
+    let result = Node::start_with_clock(
+        support::config(&slot.id, FLAGS),
+        slot.backends.clone(),
+        sim.clock.clone(),
+    )
+    .await;
     let mut st = slot.state.lock().unwrap();
     st.starting = false;
     match result {
@@ -600,7 +650,28 @@ async fn producer(sim: Arc<Sim>, i: usize, mut rng: SmallRng) {
             })
             .collect();
         let records = values.iter().map(|v| record(v, sim.ms())).collect();
-        match timeout(APPEND_TIMEOUT, node.append(TOPIC, p, records)).await {
+        let invoked = sim.tick();
+        let result = timeout(APPEND_TIMEOUT, node.append(TOPIC, p, records)).await;
+        {
+            let completed = sim.tick();
+            let mut lin = sim.lin.lock().unwrap();
+            let appends = &mut lin.entry(p).or_default().0;
+            for (j, v) in values.iter().enumerate() {
+                let outcome = match &result {
+                    Ok(Ok(a)) => Outcome::Acked {
+                        offset: a.base.0 + j as u64,
+                        completed,
+                    },
+                    _ => Outcome::Unknown,
+                };
+                appends.push(Append {
+                    invoked,
+                    value: String::from_utf8_lossy(v).into_owned(),
+                    outcome,
+                });
+            }
+        }
+        match result {
             Ok(Ok(a)) => {
                 sim.count("append: ok");
                 sim.count_n("append: records acknowledged", n);
@@ -652,11 +723,29 @@ async fn reader(sim: Arc<Sim>, i: usize, mut rng: SmallRng) {
             max_bytes: 16 << 10,
             wait,
             committed: false,
-            consistency: Default::default(),
+            // Reader 1 reads strongly: its reads are checked for linearizability.
+            consistency: if i == 1 {
+                sluice::api::Consistency::Strong
+            } else {
+                sluice::api::Consistency::Local
+            },
         };
+        let strong = req.consistency == sluice::api::Consistency::Strong;
+        let invoked = sim.tick();
         match timeout(wait + Duration::from_secs(5), node.read(TOPIC, p, req)).await {
             Ok(Ok(r)) => {
-                sim.count("read: ok");
+                if strong {
+                    let completed = sim.tick();
+                    note_strong_read(
+                        &sim,
+                        &format!("reader {i} via {} {}", node.id, node.epoch),
+                        p,
+                        from,
+                        &r,
+                        (invoked, completed),
+                    );
+                }
+                sim.count(if strong { "read: ok (strong)" } else { "read: ok" });
                 sim.count_n("read: records", r.records.len() as u64);
                 check_read(&sim, &format!("reader {i} via {} {}", node.id, node.epoch), p, from, &r);
             }
@@ -672,6 +761,29 @@ async fn reader(sim: Arc<Sim>, i: usize, mut rng: SmallRng) {
             Err(_) => sim.count("read: timed out"),
         }
     }
+}
+
+/// Note a strong read for the linearizability check.
+fn note_strong_read(sim: &Sim, who: &str, p: u32, from: ReadFrom, r: &ReadResult, (invoked, completed): (u64, u64)) {
+    let from = match (from, r.records.first()) {
+        (_, Some((o, _))) => o.0,
+        (ReadFrom::At(o), None) => o.0,
+        (ReadFrom::Start, None) => r.start_offset.0,
+        (ReadFrom::End, None) => r.next_offset.0,
+    };
+    let records = r
+        .records
+        .iter()
+        .filter_map(|(o, rec)| Some((o.0, String::from_utf8_lossy(&transactions::observed(rec)?).into_owned())))
+        .collect();
+    sim.lin.lock().unwrap().entry(p).or_default().1.push(Read {
+        who: who.to_string(),
+        invoked,
+        completed,
+        from,
+        records,
+        high_watermark: r.high_watermark.0,
+    });
 }
 
 /// Check one read's shape and note its records.
@@ -1004,12 +1116,16 @@ pub async fn run_seed(seed: u64) -> SeedReport {
     } else {
         None
     };
+    let (trace_hash, trace_events) = sim.tracer.digest();
     SeedReport {
         known_bug,
         acked: history.acked.len() as u64,
         counts,
         violations: history.violations,
         trace,
+        trace_hash,
+        trace_events,
+        trace_lines: sim.tracer.lines(),
     }
 }
 
@@ -1118,6 +1234,23 @@ async fn drive(
         final_state.insert(p, final_read(sim, p).await?);
     }
     let mut violations = check_final(&sim.history.lock().unwrap(), &final_state);
+    {
+        // Linearizability of the plain appends and the strong reads.
+        let lin = std::mem::take(&mut *sim.lin.lock().unwrap());
+        for (p, (appends, reads)) in &lin {
+            let log = FinalLog {
+                start: 0,
+                values: final_state[p]
+                    .iter()
+                    .map(|v| String::from_utf8_lossy(v).into_owned())
+                    .collect(),
+            };
+            let (found, sizes) = linearizable::check(appends, reads, &log);
+            sim.count_n("linearizability: appends checked", sizes.appends as u64);
+            sim.count_n("linearizability: strong reads checked", sizes.reads as u64);
+            violations.extend(found.iter().map(|v| format!("linearizability of partition {p}: {v}")));
+        }
+    }
     violations.extend(compaction::final_check(sim).await?);
     {
         let txns = sim.txns.lock().unwrap();

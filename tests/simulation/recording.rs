@@ -4,6 +4,7 @@
 //! It sits *under* each node's `FaultyStore`, so a PUT whose reply is lost on
 //! the way back to the node is still recorded: it did land.
 
+use super::trace::Trace;
 use async_trait::async_trait;
 use bytes::Bytes;
 use sluice::ids::{NodeEpoch, NodeId, StreamEpoch, StreamId};
@@ -38,6 +39,8 @@ pub struct WalLedger {
 pub struct RecordingStore {
     inner: DynStore,
     ledger: Arc<Mutex<WalLedger>>,
+    /// Where every operation is noted, for bit-exactness.
+    trace: Option<Arc<Trace>>,
 }
 
 impl RecordingStore {
@@ -45,6 +48,21 @@ impl RecordingStore {
         Self {
             inner,
             ledger: Arc::default(),
+            trace: None,
+        }
+    }
+
+    /// Also note every operation and its outcome in `trace`.
+    pub fn traced(inner: DynStore, trace: Arc<Trace>) -> Self {
+        Self {
+            trace: Some(trace),
+            ..Self::new(inner)
+        }
+    }
+
+    fn note(&self, what: std::fmt::Arguments<'_>) {
+        if let Some(t) = &self.trace {
+            t.event(what);
         }
     }
 
@@ -77,7 +95,13 @@ impl RecordingStore {
 #[async_trait]
 impl ObjectStore for RecordingStore {
     async fn put_if_absent(&self, key: &str, body: Bytes) -> StoreResult<PutOutcome> {
-        let outcome = self.inner.put_if_absent(key, body.clone()).await?;
+        let outcome = self.inner.put_if_absent(key, body.clone()).await;
+        self.note(format_args!(
+            "put {key} {} {:?}",
+            body.len(),
+            outcome.as_ref().map_err(|e| e.to_string())
+        ));
+        let outcome = outcome?;
         if outcome == PutOutcome::Created && key.starts_with("wal/") {
             self.record(key, &body);
         }
@@ -85,15 +109,30 @@ impl ObjectStore for RecordingStore {
     }
 
     async fn get(&self, key: &str, range: Option<Range<u64>>) -> StoreResult<Option<Bytes>> {
-        self.inner.get(key, range).await
+        let r = self.inner.get(key, range.clone()).await;
+        if self.trace.is_some() {
+            let got = r
+                .as_ref()
+                .map(|b| b.as_ref().map(Bytes::len))
+                .map_err(|e| e.to_string());
+            self.note(format_args!("get {key} {range:?} {got:?}"));
+        }
+        r
     }
 
     async fn list(&self, prefix: &str) -> StoreResult<Vec<ObjectMeta>> {
-        self.inner.list(prefix).await
+        let r = self.inner.list(prefix).await;
+        if self.trace.is_some() {
+            let got = r.as_ref().map(Vec::len).map_err(|e| e.to_string());
+            self.note(format_args!("list {prefix} {got:?}"));
+        }
+        r
     }
 
     async fn delete(&self, key: &str) -> StoreResult<()> {
-        self.inner.delete(key).await?;
+        let r = self.inner.delete(key).await;
+        self.note(format_args!("delete {key} {:?}", r.as_ref().map_err(|e| e.to_string())));
+        r?;
         let mut ledger = self.ledger.lock().unwrap();
         if key.starts_with("wal/") {
             ledger.wal_deleted += 1;

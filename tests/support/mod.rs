@@ -100,6 +100,7 @@ pub async fn eventually(timeout: Duration, mut f: impl FnMut() -> bool) -> bool 
 pub mod history;
 pub mod http;
 pub mod kafka;
+pub mod linearizable;
 pub mod process;
 pub mod proxy;
 pub mod rss;
