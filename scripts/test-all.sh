@@ -31,14 +31,15 @@ source .services/env
 
 step "tests (debug build; the simulation runs below, in release)"
 cargo test --all-targets -- --test-threads=2 \
-    --skip simulated_cluster_keeps_the_invariants_under_faults --skip pinned_seeds_stay_fixed
+    --skip simulated_cluster_keeps_the_invariants_under_faults --skip pinned_seeds_stay_fixed \
+    --skip a_seed_replays_bit_for_bit
 
 step "chaos on real processes (short profile: embedded, then S3 + DynamoDB)"
 # The long profile is run by hand: SLUICE_CHAOS_PROFILE=long (docs/reliability.md).
 SLUICE_CHAOS_PROFILE=short cargo test --test chaos -- --test-threads=1 --nocapture
 
-step "simulation (release build, ${SLUICE_SIM_SEEDS:=1000} seeds and the pinned ones)"
-export SLUICE_SIM_SEEDS
+step "simulation (release build, ${SLUICE_SIM_SEEDS:=1000} seeds, the pinned ones, ${SLUICE_SIM_TRACE_SEEDS:=20} run twice for bit-exactness)"
+export SLUICE_SIM_SEEDS SLUICE_SIM_TRACE_SEEDS
 cargo test --release --test simulation -- --test-threads=1
 
 step "done"

@@ -960,15 +960,25 @@ async fn reader(id: usize, shared: Arc<Shared>, seed: u64) {
             1 => (end.saturating_sub(20), 100, 0),
             _ => (end, 100, 1000),
         };
+        // A third of the reads are strong: checked for linearizability.
+        let strong = rng.random_bool(1.0 / 3.0);
         let url = format!(
-            "{}/v1/topics/{TOPIC}/partitions/{p}/records?offset={offset}&limit={limit}&wait_ms={wait_ms}",
-            shared.urls[node]
+            "{}/v1/topics/{TOPIC}/partitions/{p}/records?offset={offset}&limit={limit}&wait_ms={wait_ms}{}",
+            shared.urls[node],
+            if strong { "&consistency=strong" } else { "" }
         );
+        let invoked = shared.history.now();
         if let Ok(r) = client.get(url).send().await {
             if r.status() == 200 {
                 if let Ok(v) = r.json::<Value>().await {
-                    if let Some(records) = parse_records(&v) {
-                        shared.history.read(&name, p, records, v["high_watermark"].as_u64());
+                    match (parse_records(&v), v["high_watermark"].as_u64()) {
+                        (Some(records), Some(hw)) if strong => {
+                            let from = records.first().map_or(offset, |(o, _)| *o);
+                            let s = support::history::StrongRead { invoked, from };
+                            shared.history.strong_read(&name, p, s, records, hw);
+                        }
+                        (Some(records), hw) => shared.history.read(&name, p, records, hw),
+                        _ => {}
                     }
                 }
             } else if r.status() == 500 {
@@ -1443,6 +1453,15 @@ async fn chaos(stores: Stores) {
     let final_state = cluster.heal_and_read_back().await;
 
     let report = shared.history.check(&final_state);
+    let (not_linearizable, lin) = shared.history.linearizability(&final_state);
+    eprintln!(
+        "chaos ({variant}) linearizability: {} appends ({} acknowledged), {} strong reads, {} offsets; {} violations",
+        lin.appends,
+        lin.acked,
+        lin.reads,
+        lin.offsets,
+        not_linearizable.len()
+    );
     let fenced_exits = cluster.unexpected_exits.iter().filter(|e| e.1 == Some(3)).count();
     eprintln!(
         "chaos ({variant}) summary: profile {}, seed {seed}, {:.0}s under faults, faults {:?}; \
@@ -1462,6 +1481,17 @@ async fn chaos(stores: Stores) {
     }
     if !report.is_clean() {
         failures.push(format!("the history checker found anomalies:\n{report}"));
+    }
+    if !not_linearizable.is_empty() {
+        let shown: Vec<String> = not_linearizable
+            .iter()
+            .take(20)
+            .map(|(p, v)| format!("partition {p}: {v}"))
+            .collect();
+        failures.push(format!(
+            "{} linearizability violations (strong reads and appends), the first: {shown:#?}",
+            not_linearizable.len()
+        ));
     }
     let bad = shared.bad_answers.lock().unwrap().clone();
     if !bad.is_empty() {

@@ -17,19 +17,28 @@
 //! - `SLUICE_SIM_SEEDS=N`: run N seeds from 1 up (default 20), skipping `KNOWN_BUGS`;
 //! - `SLUICE_SIM_FIRST_SEED=F`: start at seed F instead of 1 (to shard long runs);
 //! - `SLUICE_SIM_SEED=S`: run only seed S (prints its trace);
+//! - `SLUICE_SIM_TRACE_SEEDS=N`: seeds `a_seed_replays_bit_for_bit` runs twice (default 20);
+//! - `SLUICE_SIM_TRACE_DIR=<dir>`: write each run's events to `<dir>/<seed>-<n>.trace`;
 //! - `SLUICE_SIM_THREADS=N`: seeds run at once (default: the machine's cores);
 //! - `SLUICE_SIM_VERBOSE=1`: print the harness's trace as it happens;
 //! - `SLUICE_SIM_LOG=<filter>`: the nodes' own logs (e.g. `sluice=info`),
 //!   stamped with simulated time.
 //!
-//! Reproducibility: the fault schedule, every injected fault's RNG and every
-//! client's choices come from the seed. The interleaving of tasks does not
-//! quite: tokio's `select!` polls branches in a random order from an RNG
-//! the runtime seeds itself, and Sluice draws a few random numbers of its
-//! own (proposal ids, data-object names). A seed therefore replays the same
-//! faults at the same simulated instants against the same workload, but not
-//! bit for bit the same run; a failure that depends on a lucky interleaving
-//! may need a few reruns of its seed.
+//! Reproducibility, bit for bit: the fault schedule, every injected fault's
+//! RNG and every client's choices come from the seed; so do tokio's RNG
+//! (which orders `select!` branches: `Builder::rng_seed`, under the
+//! `tokio_unstable` cfg that `.cargo/config.toml` sets) and Sluice's own
+//! draws (`sluice::entropy`, seeded per thread: proposal ids, data-object
+//! names, member ids). Nodes read wall time from the simulated clock, and
+//! nothing a node decides iterates a `HashMap`. Every store operation and
+//! harness event is hashed into the seed's `trace-hash`, printed per seed;
+//! `a_seed_replays_bit_for_bit` runs seeds twice and fails on any
+//! difference.
+//!
+//! Linearizability: reader 1 reads with `Consistency::Strong`, and its reads
+//! and every plain append (with the ticks of their invocation and
+//! completion) are checked against the final log by
+//! `support::linearizable`.
 
 mod support;
 

@@ -102,7 +102,18 @@ pub enum Event {
         records: Vec<(u64, String)>,
         /// The high watermark the read reported, if it did.
         high_watermark: Option<u64>,
+        /// A strong (linearizable) read: when it was invoked and where it
+        /// read from, for the linearizability check.
+        strong: Option<StrongRead>,
     },
+}
+
+/// What the linearizability check needs of a strong read besides its answer.
+#[derive(Debug, Clone, Copy)]
+pub struct StrongRead {
+    /// [`History::now`] before the request was sent.
+    pub invoked: usize,
+    pub from: u64,
 }
 
 /// Every partition read whole at the end: (offset, value) in the order read.
@@ -165,7 +176,124 @@ impl History {
             partition,
             records,
             high_watermark,
+            strong: None,
         });
+    }
+
+    /// The history's real-time clock: the number of events so far. An
+    /// event recorded after another completed has a larger index.
+    pub fn now(&self) -> usize {
+        self.inner.lock().unwrap().events.len()
+    }
+
+    /// A strong read that completed: invoked at `strong.invoked` (a
+    /// [`History::now`] taken before sending it).
+    pub fn strong_read(
+        &self,
+        client: &str,
+        partition: u32,
+        strong: StrongRead,
+        records: Vec<(u64, String)>,
+        high_watermark: u64,
+    ) {
+        self.push(Event::Read {
+            client: client.to_string(),
+            partition,
+            records,
+            high_watermark: Some(high_watermark),
+            strong: Some(strong),
+        });
+    }
+
+    /// The linearizability check (`support::linearizable`) of each
+    /// partition: every append with its invocation and outcome, and every
+    /// strong read, against the final state. Appends of sessions without
+    /// real-time order count as invoked at the start; those whose partition
+    /// is unknown are offered to every partition (values are unique).
+    pub fn linearizability(
+        &self,
+        final_state: &FinalState,
+    ) -> (Vec<(u32, super::linearizable::Violation)>, super::linearizable::Sizes) {
+        use super::linearizable::{check, Append, FinalLog, Outcome as Lin, Read, Sizes};
+        let inner = self.inner.lock().unwrap();
+        let mut appends: BTreeMap<Option<u32>, Vec<Append>> = BTreeMap::new();
+        let mut reads: BTreeMap<u32, Vec<Read>> = BTreeMap::new();
+        let mut invoked: BTreeMap<OpId, (usize, Option<u32>, String)> = BTreeMap::new();
+        let mut ended: BTreeMap<OpId, (Lin, Option<u32>)> = BTreeMap::new();
+        for (i, e) in inner.events.iter().enumerate() {
+            match e {
+                Event::Invoke {
+                    op,
+                    session,
+                    partition,
+                    value,
+                    ..
+                } => {
+                    let real_time = session.is_none_or(|s| inner.sessions[s.0].real_time);
+                    invoked.insert(*op, (if real_time { i } else { 0 }, *partition, value.clone()));
+                }
+                Event::Ack { op, partition, offset } => {
+                    ended.insert(
+                        *op,
+                        (
+                            Lin::Acked {
+                                offset: *offset,
+                                completed: i as u64,
+                            },
+                            Some(*partition),
+                        ),
+                    );
+                }
+                Event::Fail { op, .. } => {
+                    ended.insert(*op, (Lin::Failed, None));
+                }
+                Event::Indeterminate { op, .. } => {
+                    ended.insert(*op, (Lin::Unknown, None));
+                }
+                Event::Read {
+                    client,
+                    partition,
+                    records,
+                    high_watermark,
+                    strong: Some(s),
+                } => reads.entry(*partition).or_default().push(Read {
+                    who: client.clone(),
+                    invoked: s.invoked as u64,
+                    completed: i as u64,
+                    from: s.from,
+                    records: records.clone(),
+                    high_watermark: high_watermark.unwrap_or(s.from),
+                }),
+                Event::Read { .. } => {}
+            }
+        }
+        for (op, (at, partition, value)) in invoked {
+            let (outcome, acked_in) = ended.remove(&op).unwrap_or((Lin::Unknown, None));
+            appends.entry(acked_in.or(partition)).or_default().push(Append {
+                invoked: at as u64,
+                value,
+                outcome,
+            });
+        }
+        let anywhere = appends.remove(&None).unwrap_or_default();
+        let mut found = Vec::new();
+        let mut total = Sizes::default();
+        for (p, records) in final_state {
+            let start = records.first().map_or(0, |(o, _)| *o);
+            let log = FinalLog {
+                start,
+                values: records.iter().map(|(_, v)| v.clone()).collect(),
+            };
+            let mut mine = appends.remove(&Some(*p)).unwrap_or_default();
+            mine.extend(anywhere.iter().filter(|a| a.outcome == Lin::Unknown).cloned());
+            let (f, sizes) = check(&mine, reads.get(p).map_or(&[][..], Vec::as_slice), &log);
+            found.extend(f.into_iter().map(|v| (*p, v)));
+            total.appends += sizes.appends;
+            total.acked += sizes.acked;
+            total.reads += sizes.reads;
+            total.offsets += sizes.offsets;
+        }
+        (found, total)
     }
 
     fn push(&self, e: Event) {
@@ -205,6 +333,7 @@ impl History {
                     partition,
                     records,
                     high_watermark,
+                    ..
                 } => json!({"read": client, "partition": partition, "records": records,
                     "high_watermark": high_watermark}),
             };
@@ -713,6 +842,7 @@ fn check(events: &[Event], sessions: &[Session], final_state: &FinalState) -> Re
             partition,
             records,
             high_watermark,
+            ..
         } = e
         else {
             continue;
