@@ -58,6 +58,9 @@ const FLAGS: &[&str] = &[
     "2",
 ];
 
+/// One partition's appends and strong reads, for the linearizability check.
+type LinPartition = (Vec<Append>, Vec<Read>);
+
 /// Wall time in the simulation: 2026-01-01T00:00:00Z when the seed starts,
 /// moving with simulated time, so that record timestamps and data-object
 /// names are a function of the seed.
@@ -143,7 +146,7 @@ pub struct Sim {
     tracer: Arc<Trace>,
     /// Appends and strong reads of the plain topic, per partition, with
     /// their invocation and completion ticks, for the linearizability check.
-    lin: Mutex<BTreeMap<u32, (Vec<Append>, Vec<Read>)>>,
+    lin: Mutex<BTreeMap<u32, LinPartition>>,
     /// The real-time order of those events (the seed runs on one thread).
     ticks: std::sync::atomic::AtomicU64,
     /// Wall time for the nodes: a fixed instant plus simulated time.
