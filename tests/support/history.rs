@@ -220,7 +220,10 @@ impl History {
         let mut reads: BTreeMap<u32, Vec<Read>> = BTreeMap::new();
         let mut invoked: BTreeMap<OpId, (usize, Option<u32>, String)> = BTreeMap::new();
         let mut ended: BTreeMap<OpId, (Lin, Option<u32>)> = BTreeMap::new();
+        // The event at index i happened at tick i + 1; a strong read invoked
+        // when `now()` was k started at tick k, just after event k - 1.
         for (i, e) in inner.events.iter().enumerate() {
+            let i = i + 1;
             match e {
                 Event::Invoke {
                     op,
