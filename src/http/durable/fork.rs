@@ -15,6 +15,7 @@
 use super::offset::{self, Start};
 use super::reply::DsError;
 use super::DsState;
+use crate::api::Consistency;
 use crate::api::{ReadFrom, ReadRequest, ReadResult};
 use crate::ids::Offset;
 use crate::meta::durable::{DurableMeta, ForkOf};
@@ -236,6 +237,7 @@ pub(crate) async fn read(
     wait: Duration,
     limit: usize,
     max_bytes: usize,
+    consistency: Consistency,
 ) -> Result<ReadResult, DsError> {
     let last = segs
         .len()
@@ -276,7 +278,7 @@ pub(crate) async fn read(
                 Duration::ZERO
             },
             committed: true,
-            consistency: Default::default(),
+            consistency,
         };
         let r = match st.engine.records.read(&seg.topic, 0, req).await {
             Ok(r) => r,

@@ -7,6 +7,7 @@ use super::reply::{no_store, DsError, Reply};
 use super::stream::{self, Lookup};
 use super::time::format_rfc3339;
 use super::{append, json, DsState};
+use crate::api::Consistency;
 use crate::api::{ErrorCode, ReadFrom};
 use crate::ids::Offset;
 use crate::meta::durable::{DurableMeta, DurableUpdate, ForkOf};
@@ -128,7 +129,16 @@ async fn plan_fork(
         }
     } else {
         // Binary: the first `sub` bytes of the record at the offset.
-        let r = fork::read(st, &src.segments, ReadFrom::At(at), Duration::ZERO, 1, 1).await?;
+        let r = fork::read(
+            st,
+            &src.segments,
+            ReadFrom::At(at),
+            Duration::ZERO,
+            1,
+            1,
+            Consistency::Local,
+        )
+        .await?;
         let len = match r.records.first() {
             Some((o, rec)) if *o == at => rec.value.as_ref().map_or(0, |v| v.len()) as u64,
             _ => {

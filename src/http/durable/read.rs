@@ -7,6 +7,7 @@ use super::offset::{self, token, Start};
 use super::reply::{no_store, DsError, Reply};
 use super::stream::{self, Found};
 use super::{fork, json, sse, DsState};
+use crate::api::Consistency;
 use crate::api::{ReadFrom, ReadResult};
 use crate::ids::Offset;
 use axum::http::{HeaderMap, StatusCode};
@@ -38,6 +39,9 @@ pub struct Query {
     pub offset: Option<Start>,
     pub live: Live,
     pub cursor: Option<String>,
+    /// `consistency=strong`: a linearizable read (see [`Consistency`]);
+    /// not with `live=sse`.
+    pub consistency: Consistency,
 }
 
 fn percent_decode(s: &str) -> Result<String, String> {
@@ -69,7 +73,7 @@ fn percent_decode(s: &str) -> Result<String, String> {
 
 /// Parses the query string; unknown parameters are ignored.
 pub fn parse_query(q: Option<&str>) -> Result<Query, String> {
-    let (mut offsets, mut live, mut cursor) = (Vec::new(), None, None);
+    let (mut offsets, mut live, mut cursor, mut consistency) = (Vec::new(), None, None, None);
     for pair in q.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
         let (k, v) = (percent_decode(k)?, percent_decode(v)?);
@@ -77,6 +81,7 @@ pub fn parse_query(q: Option<&str>) -> Result<Query, String> {
             "offset" => offsets.push(v),
             "live" => live = Some(v),
             "cursor" => cursor = Some(v),
+            "consistency" => consistency = Some(v),
             _ => {}
         }
     }
@@ -93,7 +98,20 @@ pub fn parse_query(q: Option<&str>) -> Result<Query, String> {
     if live != Live::No && offset.is_none() {
         return Err("live reads need an offset".into());
     }
-    Ok(Query { offset, live, cursor })
+    let consistency = match consistency.as_deref() {
+        None | Some("local") => Consistency::Local,
+        Some("strong") if live == Live::Sse => {
+            return Err("consistency=strong is for reads and long polls, not sse".into())
+        }
+        Some("strong") => Consistency::Strong,
+        Some(other) => return Err(format!("consistency must be local or strong, got {other:?}")),
+    };
+    Ok(Query {
+        offset,
+        live,
+        cursor,
+        consistency,
+    })
 }
 
 pub fn read_from(start: Option<Start>) -> ReadFrom {
@@ -115,11 +133,20 @@ pub async fn read_once(
     found: &Found,
     from: ReadFrom,
     wait: Duration,
+    consistency: Consistency,
 ) -> Result<ReadResult, DsError> {
     reader.check(st, found)?;
     let max_bytes = READ_BYTES.min(st.engine.limits.max_read_bytes);
     let r = reader
-        .scoped(fork::read(st, &found.segments, from, wait, READ_RECORDS, max_bytes))
+        .scoped(fork::read(
+            st,
+            &found.segments,
+            from,
+            wait,
+            READ_RECORDS,
+            max_bytes,
+            consistency,
+        ))
         .await?;
     if !r.records.is_empty() {
         reader.check(st, found)?;
@@ -174,7 +201,7 @@ pub async fn get(
         return sse::serve(st, reader, found, &q).await;
     }
     let from = read_from(q.offset);
-    let mut r = read_once(st, &reader, &found, from, Duration::ZERO).await?;
+    let mut r = read_once(st, &reader, &found, from, Duration::ZERO, q.consistency).await?;
     let mut found = found;
     let live = q.live == Live::LongPoll;
     if live && r.records.is_empty() && !at_closed_end(&found, r.next_offset) {
@@ -186,7 +213,7 @@ pub async fn get(
             if left.is_zero() {
                 break;
             }
-            r = read_once(st, &reader, &found, at, left.min(WAIT_SLICE)).await?;
+            r = read_once(st, &reader, &found, at, left.min(WAIT_SLICE), q.consistency).await?;
             if !r.records.is_empty() {
                 break;
             }
@@ -244,6 +271,11 @@ mod tests {
         assert_eq!(q.cursor.as_deref(), Some("7"));
         assert_eq!(parse_query(None).unwrap().offset, None);
         assert_eq!(parse_query(Some("offset=now&live=sse")).unwrap().live, Live::Sse);
+        assert_eq!(parse_query(None).unwrap().consistency, Consistency::Local);
+        let strong = parse_query(Some("offset=-1&live=long-poll&consistency=strong")).unwrap();
+        assert_eq!(strong.consistency, Consistency::Strong);
+        assert!(parse_query(Some("consistency=eventual")).is_err());
+        assert!(parse_query(Some("offset=now&live=sse&consistency=strong")).is_err());
     }
 
     #[test]

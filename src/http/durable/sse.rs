@@ -16,6 +16,7 @@ use super::read::{at_closed_end, body, read_from, read_once, Query, WAIT_SLICE};
 use super::reply::{DsError, Reply};
 use super::stream::{self, Found};
 use super::DsState;
+use crate::api::Consistency;
 use crate::api::ReadFrom;
 use crate::ids::Offset;
 use axum::body::{Body, Bytes};
@@ -145,7 +146,7 @@ impl Tail {
                 WAIT_SLICE
             };
             let first = std::mem::replace(&mut self.first, false);
-            let r = match read_once(st, &self.reader, &self.found, self.from, wait).await {
+            let r = match read_once(st, &self.reader, &self.found, self.from, wait, Consistency::Local).await {
                 Ok(r) => r,
                 Err(e) => {
                     tracing::debug!(topic = %self.found.topic, error = %e.message, "SSE tail ended");
@@ -194,7 +195,7 @@ pub async fn serve(st: &Arc<DsState>, reader: Reader, found: Found, q: &Query) -
     let enc = encoding_for(&found.meta.content_type);
     let from = read_from(q.offset);
     // A first read here, so a bad offset is an HTTP error, not an event.
-    read_once(st, &reader, &found, from, Duration::ZERO).await?;
+    read_once(st, &reader, &found, from, Duration::ZERO, Consistency::Local).await?;
     let now_secs = (st.engine.clock.now_ms() / 1000).max(0) as u64;
     let tail = Tail {
         path: found.meta.path.clone(),
