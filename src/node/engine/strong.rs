@@ -18,7 +18,7 @@
 
 use super::super::Node;
 use crate::api::{ApiError, ApiResult};
-use crate::ids::{Offset, StreamEpoch, StreamId};
+use crate::ids::{NodeId, Offset, StreamEpoch, StreamId};
 use crate::meta::view::StreamRow;
 use crate::meta::StreamState;
 
@@ -32,6 +32,8 @@ pub(super) struct Placement {
     stream_epoch: StreamEpoch,
     /// The committed end, for a stream no node has open (its only end).
     closed_end: Option<Offset>,
+    /// The epoch of this node's open copy of the stream, if it has one.
+    local_epoch: Option<StreamEpoch>,
 }
 
 impl Placement {
@@ -42,12 +44,32 @@ impl Placement {
                 state: None,
                 stream_epoch: StreamEpoch(0),
                 closed_end: None,
+                local_epoch: None,
             },
             Some(r) => Self {
                 state: Some(r.state.clone()),
                 stream_epoch: r.stream_epoch,
                 closed_end: matches!(r.state, StreamState::Closed).then_some(r.committed_end),
+                local_epoch: None,
             },
+        }
+    }
+
+    /// With this node's open copy of the stream at `epoch`.
+    pub(super) fn with_local(self, epoch: Option<StreamEpoch>) -> Self {
+        Self {
+            local_epoch: epoch,
+            ..self
+        }
+    }
+
+    /// False when the log names `me` the owner at a stream epoch other than
+    /// that of the copy `me` holds open: a read served from that copy could
+    /// be stale even though the placement did not move.
+    pub(super) fn served_at_owned_epoch(&self, me: &NodeId) -> bool {
+        match (&self.state, self.local_epoch) {
+            (Some(StreamState::Open { node, .. }), Some(local)) if node == me => local == self.stream_epoch,
+            _ => true,
         }
     }
 }
@@ -55,7 +77,8 @@ impl Placement {
 impl Node {
     /// The stream's placement in this node's view now.
     pub(super) fn placement(&self, stream: StreamId) -> Placement {
-        Placement::of(self.meta.view().streams.get(&stream))
+        let local = self.open_stream(stream).map(|s| s.epoch);
+        Placement::of(self.meta.view().streams.get(&stream)).with_local(local)
     }
 
     /// Read the log to its end and check that `stream` is placed as
@@ -68,7 +91,7 @@ impl Node {
             ));
         }
         let now = self.placement(stream);
-        if &now != before {
+        if &now != before || !now.served_at_owned_epoch(&self.id) {
             crate::telemetry::count("sluice_strong_reads_total", &[("outcome", "moved")]);
             return Err(ApiError::unavailable(format!(
                 "stream {stream} moved while a strong read was served ({}); retry",
@@ -96,7 +119,7 @@ fn describe(p: &Placement) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ids::{NodeEpoch, NodeId};
+    use crate::ids::NodeEpoch;
 
     fn row(state: StreamState, epoch: u64, committed_end: u64) -> StreamRow {
         StreamRow {
@@ -136,6 +159,28 @@ mod tests {
         };
         assert_ne!(before, Placement::of(Some(&row(recovering, 7, 100))));
         assert_ne!(before, Placement::of(None));
+    }
+
+    #[test]
+    fn a_local_copy_at_another_epoch_than_the_owned_one_is_not_confirmed() {
+        let me = NodeId::new("n1");
+        let owned = Placement::of(Some(&row(open("n1", 3), 7, 100)));
+        assert!(owned
+            .clone()
+            .with_local(Some(StreamEpoch(7)))
+            .served_at_owned_epoch(&me));
+        assert!(!owned
+            .clone()
+            .with_local(Some(StreamEpoch(6)))
+            .served_at_owned_epoch(&me));
+        // Forwarded (no local copy), or owned elsewhere: the owner served it.
+        assert!(owned.clone().with_local(None).served_at_owned_epoch(&me));
+        assert!(owned
+            .with_local(Some(StreamEpoch(6)))
+            .served_at_owned_epoch(&NodeId::new("n2")));
+        // The local copy is part of the placement: one that changed is refused.
+        let a = Placement::of(Some(&row(open("n1", 3), 7, 100))).with_local(Some(StreamEpoch(7)));
+        assert_ne!(a, Placement::of(Some(&row(open("n1", 3), 7, 100))).with_local(None));
     }
 
     #[test]
