@@ -85,9 +85,10 @@ fn a_read_past_the_high_watermark_is_caught() {
     r.push(read("rx", 15, 16, 3, &["d", "x"], 5));
     let (found, _) = check(&a, &r, &l);
     assert_eq!(kinds(&found), ["read-past-end"], "{found:?}");
-    // ... or a record at or past the high watermark it reported.
+    // ... or a record at or past the high watermark it reported (a read
+    // concurrent with d, so that its end of 3 is not stale in itself).
     let (a, mut r, l) = good();
-    r.push(read("ry", 15, 16, 2, &["c", "d"], 3));
+    r.push(read("ry", 8, 16, 2, &["c", "d"], 3));
     let (found, _) = check(&a, &r, &l);
     assert_eq!(kinds(&found), ["read-shape"], "{found:?}");
     // ... or a value the log does not hold there.
@@ -127,7 +128,10 @@ fn a_read_that_goes_backwards_is_caught() {
     // though nothing at offset 2 was acknowledged.
     r.push(read("back", 10, 11, 0, &["a", "b"], 2));
     let (found, _) = check(&a, &r, &l);
-    assert_eq!(kinds(&found), ["not-linearizable"], "{found:?}");
+    // No point fits both reads: the search reports where it ran out (here
+    // at r3 and at d, which r3 had to see after "back" did not).
+    assert!(!found.is_empty(), "{found:?}");
+    assert!(found.iter().all(|v| v.kind() == "not-linearizable"), "{found:?}");
 }
 
 #[test]
