@@ -8,7 +8,7 @@ use std::path::Path;
 
 /// Bottom up, as in the map.
 const LAYERS: &[&[&str]] = &[
-    &["ids", "format", "clock", "telemetry"],
+    &["ids", "format", "clock", "entropy", "telemetry"],
     &["store", "batch", "auth"],
     &["meta", "wal"],
     &["api"],
