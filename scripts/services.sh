@@ -191,10 +191,11 @@ cmd_install() {
     command -v curl >/dev/null || missing+=(curl)
     command -v python3 >/dev/null || missing+=(python3)
     command -v kcat >/dev/null || missing+=(kcat)   # Kafka client tests (tests/kafka_clients.rs)
+    command -v iptables >/dev/null || missing+=(iptables)   # network partitions in tests/chaos.rs
     if ((${#missing[@]})); then
         apt_install "${missing[@]}"
     else
-        say "ceph, java, npm, curl, python3, kcat: already installed"
+        say "ceph, java, npm, curl, python3, kcat, iptables: already installed"
     fi
 
     if ddb_jar >/dev/null; then

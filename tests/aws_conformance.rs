@@ -121,3 +121,122 @@ async fn the_proposer_survives_injected_faults_on_a_real_s3_server() {
     }
     assert_eq!(m.view().topics.len(), 15);
 }
+
+/// The metadata log on DynamoDB Local through the fault-storm proxy
+/// (`tests/support/http_storm.rs`): throttling (400 `ThrottlingException` /
+/// `ProvisionedThroughputExceededException`), 500 `InternalServerError`,
+/// resets, slow and broken bodies, and PutItems that applied but whose reply
+/// never came (a timeout). Each fate gets a phase of its own, half the
+/// requests faulted, until it was dealt twice; through all of
+/// them every proposal ends as exactly one topic, and an answer that failed
+/// is only ever followed by "created" or "exists", never by a second topic.
+#[tokio::test]
+async fn the_proposer_survives_a_fault_storm_on_dynamodb_local() {
+    use sluice::ids::NodeId;
+    use sluice::meta::dynamo_log::DynamoLog;
+    use sluice::meta::{Command, Meta, MetaConfig, Outcome};
+    use support::http_storm::{Fate, Flavor, Storm, StormProxy};
+    let Some(endpoint) = support::service("SLUICE_TEST_DYNAMODB_ENDPOINT") else {
+        return;
+    };
+    let upstream = endpoint.trim_start_matches("http://").parse().unwrap();
+    let proxy = StormProxy::start(upstream, Flavor::DynamoDb, 11).await.unwrap();
+    let objects: DynStore = Arc::new(sluice::store::MemoryStore::new());
+    let url = format!("dynamodb://{}", support::unique("sluice-storm-"));
+    let log = DynamoLog::open(&url, Some(&proxy.url()), Some("us-east-1"), objects)
+        .await
+        .unwrap();
+    log.ensure_table().await.unwrap();
+    let m = Meta::open(Arc::new(log), NodeId::new("n1"), MetaConfig::default())
+        .await
+        .unwrap();
+    let reg = Command::RegisterNode {
+        node: NodeId::new("n1"),
+        http_addr: String::new(),
+        kafka_addr: String::new(),
+    };
+    let Outcome::Registered(e) = m.propose(reg).await.unwrap() else {
+        panic!("not registered")
+    };
+    m.set_epoch(e);
+    let (mut created, mut failed_answers, mut exists_after_failure) = (0, 0, 0);
+    let mut topic = 0;
+    for fate in [
+        Fate::SlowDown,
+        Fate::Error,
+        Fate::Reset,
+        Fate::SlowBody,
+        Fate::ResetMidBody,
+        Fate::LostReply,
+    ] {
+        let mut storm = Storm::CALM;
+        match fate {
+            Fate::SlowDown => storm.slowdown = 0.5,
+            Fate::Error => storm.error = 0.5,
+            Fate::Reset => storm.reset = 0.5,
+            Fate::SlowBody => storm.slow_body = 0.5,
+            Fate::ResetMidBody => storm.reset_mid_body = 0.5,
+            _ => storm.lost_reply = 0.5,
+        }
+        proxy.set(storm);
+        // Topics until the fate was dealt twice (at most 20 a phase).
+        for _ in 0..20 {
+            if proxy.stats().get(fate) >= 2 {
+                break;
+            }
+            topic += 1;
+            let name = format!("t{topic}");
+            let mut failed_before = false;
+            loop {
+                let out = m
+                    .propose(Command::CreateTopic {
+                        name: name.clone(),
+                        partitions: 1,
+                        config: Default::default(),
+                    })
+                    .await;
+                match out {
+                    Ok(Outcome::TopicCreated(_)) => created += 1,
+                    Ok(other) => {
+                        // Only after a failed answer may the topic exist:
+                        // the earlier proposal applied, its reply was lost.
+                        assert!(
+                            failed_before && format!("{other:?}").contains("TopicExists"),
+                            "{name}: {other:?}"
+                        );
+                        exists_after_failure += 1;
+                    }
+                    Err(e) => {
+                        eprintln!("{name} ({fate:?}): {e}; proposing again");
+                        failed_answers += 1;
+                        failed_before = true;
+                        continue;
+                    }
+                }
+                break;
+            }
+        }
+    }
+    proxy.set(Storm::CALM);
+    let stats = proxy.stats();
+    eprintln!(
+        "storm on DynamoDB Local: {stats:?}; {created} created at the first answer, \
+         {exists_after_failure} found existing after {failed_answers} failed answers"
+    );
+    for fate in [
+        Fate::SlowDown,
+        Fate::Error,
+        Fate::Reset,
+        Fate::SlowBody,
+        Fate::ResetMidBody,
+        Fate::LostReply,
+    ] {
+        assert!(stats.get(fate) > 0, "{fate:?} never dealt: {stats:?}");
+    }
+    assert!(m.sync(std::time::Duration::from_secs(10)).await);
+    let view = m.view();
+    assert_eq!(view.topics.len(), topic, "every topic once");
+    for i in 1..=topic {
+        assert!(view.topics.contains_key(&format!("t{i}")), "t{i} missing");
+    }
+}

@@ -4,7 +4,10 @@
 //! node timeout then SIGCONT (the node must find itself fenced and exit with
 //! code 3), SIGTERM and restart, and, on S3 + DynamoDB, a network cut between
 //! one node and the stores and a metadata-store outage, both through
-//! fault-injecting TCP proxies (`tests/support/proxy.rs`). Afterwards
+//! fault-injecting TCP proxies (`tests/support/proxy.rs`), fault storms from
+//! an HTTP proxy in front of each store (`tests/support/http_storm.rs`), and,
+//! as root, network partitions made with iptables between nodes that each
+//! run in a network namespace (`tests/support/netns.rs`). Afterwards
 //! everything is healed, every partition is read back, and the history of
 //! what the clients did and saw is checked (`tests/support/history.rs`).
 //! See `docs/reliability.md`.
@@ -15,6 +18,7 @@
 //! - `SLUICE_CHAOS_SECS=N`: override the time under faults;
 //! - `SLUICE_CHAOS_SEED=N`: the schedule's seed (default: random; printed);
 //! - `SLUICE_CHAOS_KEEP=1`: keep the run's directory even when it passes;
+//! - `SLUICE_CHAOS_PARTITIONS=0`: no namespaces, hence no partitions;
 //! - `SLUICE_TEST_S3_ENDPOINT`, `SLUICE_TEST_DYNAMODB_ENDPOINT` (and the AWS
 //!   variables of `scripts/services.sh`): run the S3 + DynamoDB variant too.
 //!
@@ -35,7 +39,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use support::history::{FinalState, History, OpId, Session};
-use support::process::{free_port, Server};
+use support::http_storm::{Fate, Flavor, Storm, StormProxy};
+use support::netns::{Cut, Net};
+use support::process::{free_port, Placement, Server};
 use support::proxy::{FaultProxy, Mode};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
@@ -107,18 +113,32 @@ fn seed() -> u64 {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Fault {
     /// SIGKILL, restart after `down_ms`.
-    Kill9 { node: Target, down_ms: u64 },
+    Kill9 {
+        node: Target,
+        down_ms: u64,
+    },
     /// kill -9, restart at once, and kill -9 again `again_ms` after it is
     /// ready, while it may still be taking over its previous incarnation's
     /// WAL; restart after `down_ms`.
-    KillTwice { node: Target, again_ms: u64, down_ms: u64 },
+    KillTwice {
+        node: Target,
+        again_ms: u64,
+        down_ms: u64,
+    },
     /// kill -9 a node and, `after_ms` later (about when the lease holder
     /// takes over its WAL), the lease holder too; both restart `down_ms`
     /// after that. One node is left to do everything.
-    KillHolderInTakeover { node: Target, after_ms: u64, down_ms: u64 },
+    KillHolderInTakeover {
+        node: Target,
+        after_ms: u64,
+        down_ms: u64,
+    },
     /// SIGSTOP for the node timeout plus `extra_ms`; once the cluster has
     /// fenced it, SIGCONT: it must exit with code 3 by itself. Restart.
-    Pause { node: Target, extra_ms: u64 },
+    Pause {
+        node: Target,
+        extra_ms: u64,
+    },
     /// Like `Pause`, and `kill_after_ms` into the pause another node is
     /// killed with SIGKILL and restarted after `down_ms`: two nodes out at once.
     PauseAndKill {
@@ -129,16 +149,81 @@ enum Fault {
         down_ms: u64,
     },
     /// SIGSTOP for `ms`, well under the node timeout: nobody is fenced.
-    Hiccup { node: Target, ms: u64 },
+    Hiccup {
+        node: Target,
+        ms: u64,
+    },
     /// SIGTERM: a clean shutdown, exit code 0; restart after `down_ms`.
-    Term { node: Target, down_ms: u64 },
+    Term {
+        node: Target,
+        down_ms: u64,
+    },
     /// The node's connections to S3 and DynamoDB blackholed or refused for
     /// `ms`. Past the node timeout it is fenced and must exit with code 3.
-    NetCut { node: Target, ms: u64, mode: Mode },
+    NetCut {
+        node: Target,
+        ms: u64,
+        mode: Mode,
+    },
     /// DynamoDB unreachable for every node for `ms`: nobody is fenced, and
     /// appends are still acknowledged.
-    MetaOutage { ms: u64, mode: Mode },
+    MetaOutage {
+        ms: u64,
+        mode: Mode,
+    },
+    /// A fault storm on the proxy every node shares in front of one store
+    /// (`tests/support/http_storm.rs`): `percent` of the requests get one of
+    /// the storm's fates, for `ms`. A node whose heartbeats fail for the node
+    /// timeout may be fenced: it must then exit with code 3.
+    Storm {
+        store: Store,
+        ms: u64,
+        percent: u8,
+    },
+    /// Network partitions (`tests/support/netns.rs`), by iptables in the
+    /// node's namespace: from its peers, from one store, or only the
+    /// stores' replies dropped (requests arrive and apply).
+    PeerCut {
+        node: Target,
+        ms: u64,
+    },
+    StoreCut {
+        node: Target,
+        ms: u64,
+        store: Store,
+    },
+    RepliesLost {
+        node: Target,
+        ms: u64,
+    },
 }
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Store {
+    S3,
+    DynamoDb,
+}
+
+/// What a run can do beyond signals: proxies in front of the stores (the
+/// S3 + DynamoDB variant) and namespaces to cut nodes apart (root only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Caps {
+    proxied: bool,
+    partitioned: bool,
+}
+
+const EMBEDDED: Caps = Caps {
+    proxied: false,
+    partitioned: false,
+};
+const PROXIED: Caps = Caps {
+    proxied: true,
+    partitioned: false,
+};
+const PARTITIONED: Caps = Caps {
+    proxied: true,
+    partitioned: true,
+};
 
 /// Which node a fault hits, decided when it fires (the number is the node
 /// to fall back on when nobody matches): faults on nodes that own streams,
@@ -161,15 +246,21 @@ enum Kind {
     Term,
     NetCut,
     MetaOutage,
+    S3Storm,
+    DynamoDbStorm,
+    PeerCut,
+    S3Cut,
+    DynamoDbCut,
+    RepliesLost,
 }
 
 /// The whole schedule, drawn from the seed before the run: (quiet time
 /// before, fault). Every kind comes once first, in a seeded order, then
 /// kinds at random. A run takes at least one of each kind
 /// ([`kinds_count`]), then as many more as fit in the profile's time.
-fn schedule(seed: u64, profile: &Profile, proxied: bool) -> Vec<(Duration, Fault)> {
+fn schedule(seed: u64, profile: &Profile, caps: Caps) -> Vec<(Duration, Fault)> {
     let mut rng = SmallRng::seed_from_u64(seed);
-    let kinds = kinds(proxied);
+    let kinds = kinds(caps);
     let mut first = kinds.clone();
     first.shuffle(&mut rng);
     let mut out = Vec::new();
@@ -240,6 +331,32 @@ fn schedule(seed: u64, profile: &Profile, proxied: bool) -> Vec<(Duration, Fault
                 ms: rng.random_range(5000..=10000),
                 mode,
             },
+            Kind::S3Storm | Kind::DynamoDbStorm => Fault::Storm {
+                store: if kind == Kind::S3Storm {
+                    Store::S3
+                } else {
+                    Store::DynamoDb
+                },
+                ms: rng.random_range(6000..=12000),
+                percent: rng.random_range(15..=40),
+            },
+            Kind::PeerCut => Fault::PeerCut {
+                node,
+                ms: rng.random_range(2000..=10000),
+            },
+            Kind::S3Cut | Kind::DynamoDbCut => Fault::StoreCut {
+                node,
+                ms: short_or_long(&mut rng),
+                store: if kind == Kind::S3Cut {
+                    Store::S3
+                } else {
+                    Store::DynamoDb
+                },
+            },
+            Kind::RepliesLost => Fault::RepliesLost {
+                node,
+                ms: short_or_long(&mut rng),
+            },
         };
         let gap = Duration::from_millis(rng.random_range(profile.gap_ms.0..=profile.gap_ms.1));
         out.push((gap, fault));
@@ -247,7 +364,16 @@ fn schedule(seed: u64, profile: &Profile, proxied: bool) -> Vec<(Duration, Fault
     out
 }
 
-fn kinds(proxied: bool) -> Vec<Kind> {
+/// A cut either well under the node timeout or well past it.
+fn short_or_long(rng: &mut SmallRng) -> u64 {
+    if rng.random_bool(0.5) {
+        rng.random_range(500..=2000)
+    } else {
+        rng.random_range(9000..=12000)
+    }
+}
+
+fn kinds(caps: Caps) -> Vec<Kind> {
     let mut kinds = vec![
         Kind::Kill9,
         Kind::KillTwice,
@@ -257,14 +383,17 @@ fn kinds(proxied: bool) -> Vec<Kind> {
         Kind::Hiccup,
         Kind::Term,
     ];
-    if proxied {
-        kinds.extend([Kind::NetCut, Kind::MetaOutage]);
+    if caps.proxied {
+        kinds.extend([Kind::NetCut, Kind::MetaOutage, Kind::S3Storm, Kind::DynamoDbStorm]);
+    }
+    if caps.partitioned {
+        kinds.extend([Kind::PeerCut, Kind::S3Cut, Kind::DynamoDbCut, Kind::RepliesLost]);
     }
     kinds
 }
 
-fn kinds_count(proxied: bool) -> usize {
-    kinds(proxied).len()
+fn kinds_count(caps: Caps) -> usize {
+    kinds(caps).len()
 }
 
 /// What the clients share.
@@ -292,6 +421,23 @@ struct NodeProxies {
     ddb: FaultProxy,
 }
 
+/// The storm proxies every node's own proxies forward to.
+struct Storms {
+    s3: StormProxy,
+    ddb: StormProxy,
+}
+
+/// How a node cut off by a partition must come out of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AfterCut {
+    /// Fenced (it could not heartbeat for the node timeout): exit code 3.
+    Fenced,
+    /// Not fenced: still up at the same registration.
+    Unfenced,
+    /// Either, depending on timing; if fenced, it exits with code 3.
+    Either,
+}
+
 struct Cluster {
     dir: PathBuf,
     ids: Vec<String>,
@@ -307,6 +453,11 @@ struct Cluster {
     /// Exits nobody asked for: (node, exit code).
     unexpected_exits: Vec<(String, Option<i32>)>,
     faults: HashMap<&'static str, u64>,
+    storms: Option<Storms>,
+    /// Where each node runs, with partitions (listeners on its namespace's address).
+    placements: Option<Vec<(Placement, u16)>>,
+    /// Last: the namespaces go after the processes in them.
+    net: Option<Net>,
 }
 
 impl Cluster {
@@ -323,11 +474,15 @@ impl Cluster {
             self.flags[n].clone(),
         );
         let old = self.nodes[n].take();
+        let placed = self.placements.as_ref().map(|p| p[n].clone());
         let started = tokio::task::spawn_blocking(move || match old {
             Some(old) => old.restart(),
             None => {
                 let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-                Server::start(&id, &dir, port, &flags)
+                match placed {
+                    Some((at, kafka_port)) => Server::start_placed(&id, &dir, &at, port, kafka_port, &flags),
+                    None => Server::start(&id, &dir, port, &flags),
+                }
             }
         })
         .await;
@@ -848,9 +1003,159 @@ impl Cluster {
                     }
                 }
             }
+            Fault::Storm { store, ms, percent } => {
+                *self
+                    .faults
+                    .entry(match store {
+                        Store::S3 => "storm on S3",
+                        Store::DynamoDb => "storm on DynamoDB",
+                    })
+                    .or_default() += 1;
+                self.shared.log(format!(
+                    "a {percent}% fault storm on {store:?} for every node for {:.1}s",
+                    ms as f64 / 1000.0
+                ));
+                let storm = Storm::all(percent as f64 / 100.0);
+                self.storm(store, storm);
+                self.idle_through(Duration::from_millis(ms), "a storm").await;
+                self.storm(store, Storm::CALM);
+                self.shared.log(format!("the storm on {store:?} is over"));
+                self.idle_through(Duration::from_secs(3), "a storm").await;
+            }
+            Fault::PeerCut { node, ms } => {
+                let node = self.resolve(node, None).await;
+                *self.faults.entry("partition from peers").or_default() += 1;
+                self.partition(node, ms, &[Cut::Peers], "from its peers", AfterCut::Unfenced)
+                    .await;
+            }
+            Fault::StoreCut { node, ms, store } => {
+                let node = self.resolve(node, None).await;
+                let p = &self.proxies[node];
+                let (cut, what, after) = match store {
+                    // Heartbeats go on: it is fenced only if something else
+                    // (a takeover it cannot answer) decides so.
+                    Store::S3 => (Cut::Port(p.s3.addr.port()), "from S3", AfterCut::Either),
+                    Store::DynamoDb => (
+                        Cut::Port(p.ddb.addr.port()),
+                        "from DynamoDB",
+                        if Duration::from_millis(ms) > NODE_TIMEOUT * 2 {
+                            AfterCut::Fenced
+                        } else {
+                            AfterCut::Either
+                        },
+                    ),
+                };
+                *self
+                    .faults
+                    .entry(match store {
+                        Store::S3 => "partition from S3",
+                        Store::DynamoDb => "partition from DynamoDB",
+                    })
+                    .or_default() += 1;
+                self.partition(node, ms, &[cut], what, after).await;
+            }
+            Fault::RepliesLost { node, ms } => {
+                let node = self.resolve(node, None).await;
+                *self.faults.entry("one-way partition (replies lost)").or_default() += 1;
+                let p = &self.proxies[node];
+                let cut = Cut::RepliesFrom(p.s3.addr.port(), p.ddb.addr.port());
+                self.partition(node, ms, &[cut], "from the stores' replies (one way)", AfterCut::Either)
+                    .await;
+            }
         }
         self.shared
             .log(format!("fault done after {:.1}s", started.elapsed().as_secs_f64()));
+    }
+}
+
+impl Cluster {
+    fn storm(&self, store: Store, storm: Storm) {
+        let storms = self.storms.as_ref().expect("storms need the proxied variant");
+        match store {
+            Store::S3 => storms.s3.set(storm),
+            Store::DynamoDb => storms.ddb.set(storm),
+        }
+    }
+
+    /// Sleep `d` while faults may fence any node: a node that exits with
+    /// code 3 is restarted (the system doing its job), any other exit fails.
+    async fn idle_through(&mut self, d: Duration, what: &str) {
+        let all: Vec<usize> = (0..NODES).collect();
+        let until = Instant::now() + d;
+        loop {
+            for n in 0..NODES {
+                let Some(server) = self.nodes[n].as_mut() else { continue };
+                let Ok(Some(status)) = server.child.try_wait() else {
+                    continue;
+                };
+                if status.code() == Some(3) {
+                    self.shared
+                        .log(format!("{} was fenced by {what} and exited with code 3", self.ids[n]));
+                    *self.faults.entry("fenced by a storm").or_default() += 1;
+                    self.start(n).await;
+                } else {
+                    // Let the supervisor report it as the crash it is.
+                    self.supervise(None).await;
+                }
+            }
+            self.supervise_except(&all).await;
+            let now = Instant::now();
+            if now >= until {
+                return;
+            }
+            tokio::time::sleep((until - now).min(Duration::from_millis(200))).await;
+        }
+    }
+
+    /// Cut node `node` with iptables for `ms`, heal, and check it came out
+    /// as `after` says.
+    async fn partition(&mut self, node: usize, ms: u64, cuts: &[Cut], what: &str, after: AfterCut) {
+        let before = self.registration(node, Some(node)).await;
+        self.shared.log(format!(
+            "partition {} {what} for {:.1}s: {}",
+            self.ids[node],
+            ms as f64 / 1000.0,
+            self.describe(node).await
+        ));
+        let net = self.net.as_ref().expect("partitions need namespaces");
+        let mut made = Ok(());
+        for cut in cuts {
+            made = made.and_then(|_| net.cut(node, *cut));
+        }
+        if let Err(e) = made {
+            let _ = net.heal(node);
+            return self.fail(format!("could not cut {}: {e}", self.ids[node]));
+        }
+        self.idle(Duration::from_millis(ms), Some(node)).await;
+        if let Err(e) = self.net.as_ref().unwrap().heal(node) {
+            self.fail(format!("could not heal {}: {e}", self.ids[node]));
+        }
+        self.shared.log(format!("healed the partition of {}", self.ids[node]));
+        match after {
+            AfterCut::Fenced => {
+                self.expect_fenced_exit(node, Duration::from_secs(45), what).await;
+            }
+            AfterCut::Unfenced | AfterCut::Either => {
+                self.idle(Duration::from_secs(2), Some(node)).await;
+                let now = self.registration(node, Some(node)).await;
+                let exited = self.nodes[node]
+                    .as_mut()
+                    .and_then(|s| s.child.try_wait().ok().flatten());
+                let fenced = exited.is_some() || now.is_some_and(|(e, f)| f || Some(e) != before.map(|b| b.0));
+                if fenced && after == AfterCut::Unfenced {
+                    self.fail(format!(
+                        "{} was fenced by a partition {what}, which leaves its heartbeats alone \
+                         (before {before:?}, after {now:?}, exit {exited:?})",
+                        self.ids[node]
+                    ));
+                }
+                if fenced {
+                    self.shared
+                        .log(format!("{} was fenced by the partition", self.ids[node]));
+                    self.expect_fenced_exit(node, Duration::from_secs(45), what).await;
+                }
+            }
+        }
     }
 }
 
@@ -1138,7 +1443,9 @@ async fn kafka_producer(
 
 /// Every record of partition `p` through node `url`, retrying errors; with
 /// the high watermark of the last read.
-async fn read_all(client: &reqwest::Client, url: &str, p: u32) -> Option<(Vec<(u64, String)>, u64)> {
+/// Read partition `p` whole through `url`: its records and high watermark,
+/// or the last error after 50 failed tries.
+async fn read_all(client: &reqwest::Client, url: &str, p: u32) -> Result<(Vec<(u64, String)>, u64), String> {
     let mut out = Vec::new();
     let mut offset = 0;
     let mut errors = 0;
@@ -1151,22 +1458,31 @@ async fn read_all(client: &reqwest::Client, url: &str, p: u32) -> Option<(Vec<(u
             .send()
             .await;
         let v = match r {
-            Ok(r) if r.status() == 200 => r.json::<Value>().await.ok(),
-            _ => None,
+            Ok(r) if r.status() == 200 => r.json::<Value>().await.map_err(|e| format!("body: {e}")),
+            Ok(r) => Err(format!("{}: {}", r.status(), r.text().await.unwrap_or_default())),
+            Err(e) => Err(format!("{e:?}")),
         };
-        let Some((v, records)) = v.and_then(|v| parse_records(&v).map(|r| (v, r))) else {
-            errors += 1;
-            if errors > 50 {
-                return None;
+        let parsed = v.and_then(|v| {
+            let records = parse_records(&v).ok_or_else(|| format!("no records in {v}"))?;
+            let hw = v["high_watermark"].as_u64().ok_or("no high_watermark")?;
+            let next = v["next_offset"].as_u64().ok_or("no next_offset")?;
+            Ok((records, hw, next))
+        });
+        let (records, hw, next) = match parsed {
+            Ok(x) => x,
+            Err(e) => {
+                errors += 1;
+                if errors > 50 {
+                    return Err(format!("at offset {offset}: {e}"));
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                continue;
             }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            continue;
         };
-        let hw = v["high_watermark"].as_u64()?;
         if records.is_empty() {
-            return Some((out, hw));
+            return Ok((out, hw));
         }
-        offset = v["next_offset"].as_u64()?;
+        offset = next;
         out.extend(records);
     }
 }
@@ -1202,11 +1518,17 @@ fn socket_addr(endpoint: &str) -> std::net::SocketAddr {
         .unwrap()
 }
 
-/// Each node's flags, and its proxies on S3 + DynamoDB.
-async fn node_flags(stores: &Stores) -> (Vec<Vec<String>>, Vec<NodeProxies>) {
+/// Each node's flags, its proxies on S3 + DynamoDB, and the storm proxies
+/// behind those: node → its own proxy (cuts) → storm proxy → server. With
+/// `net`, the nodes' proxies listen on the host's end of the bridge.
+async fn node_flags(
+    stores: &Stores,
+    seed: u64,
+    net: Option<&Net>,
+) -> (Vec<Vec<String>>, Vec<NodeProxies>, Option<Storms>) {
     let common = ["--flush-interval-sec", "2", "--shutdown-timeout-sec", "5"].map(String::from);
     let Stores::Aws { s3, ddb } = stores else {
-        return (vec![common.to_vec(); NODES], Vec::new());
+        return (vec![common.to_vec(); NODES], Vec::new(), None);
     };
     let bucket = std::env::var("SLUICE_TEST_S3_BUCKET").unwrap_or_else(|_| "sluice-test".into());
     let store = format!("s3://{bucket}/{}", support::unique("chaos-"));
@@ -1237,16 +1559,43 @@ async fn node_flags(stores: &Stores) -> (Vec<Vec<String>>, Vec<NodeProxies>) {
         .output()
         .unwrap();
     assert!(init.status.success(), "init: {}", String::from_utf8_lossy(&init.stderr));
+    let storms = Storms {
+        s3: StormProxy::start(socket_addr(s3), Flavor::S3, seed).await.unwrap(),
+        ddb: StormProxy::start(socket_addr(ddb), Flavor::DynamoDb, seed ^ 1)
+            .await
+            .unwrap(),
+    };
+    let listen = std::net::SocketAddr::new(net.map_or(std::net::Ipv4Addr::LOCALHOST.into(), Net::host), 0);
     let (mut all, mut proxies) = (Vec::new(), Vec::new());
     for _ in 0..NODES {
         let p = NodeProxies {
-            s3: FaultProxy::start(socket_addr(s3)).await.unwrap(),
-            ddb: FaultProxy::start(socket_addr(ddb)).await.unwrap(),
+            s3: FaultProxy::start_on(listen, storms.s3.addr).await.unwrap(),
+            ddb: FaultProxy::start_on(listen, storms.ddb.addr).await.unwrap(),
         };
         all.push(flags(&p.s3.url(), &p.ddb.url()));
         proxies.push(p);
     }
-    (all, proxies)
+    (all, proxies, Some(storms))
+}
+
+/// Namespaces for the nodes, when this run may make partitions: the S3 +
+/// DynamoDB variant, as root with `ip` and `iptables`, unless
+/// `SLUICE_CHAOS_PARTITIONS=0`. Says why not otherwise.
+fn partitions(stores: &Stores) -> Option<Net> {
+    if !matches!(stores, Stores::Aws { .. }) {
+        return None;
+    }
+    if std::env::var("SLUICE_CHAOS_PARTITIONS").is_ok_and(|v| v == "0") {
+        eprintln!("chaos: SLUICE_CHAOS_PARTITIONS=0: no network partitions");
+        return None;
+    }
+    match Net::create("slch", NODES) {
+        Ok(net) => Some(net),
+        Err(why) => {
+            eprintln!("chaos: no network partitions in this run (namespaces unavailable: {why})");
+            None
+        }
+    }
 }
 
 /// The client tasks of a run.
@@ -1323,7 +1672,7 @@ impl Cluster {
         let mut final_state = FinalState::new();
         for p in 0..PARTITIONS {
             match read_all(&client, self.url(0), p).await {
-                Some((records, hw)) => {
+                Ok((records, hw)) => {
                     if records.last().map_or(0, |r| r.0 + 1) != hw {
                         self.fail(format!(
                             "partition {p}: read whole up to {:?}, high watermark {hw}",
@@ -1332,10 +1681,10 @@ impl Cluster {
                     }
                     final_state.insert(p, records);
                 }
-                None => self.fail(format!("partition {p} could not be read back")),
+                Err(e) => self.fail(format!("partition {p} could not be read back: {e}")),
             }
             for n in 1..NODES {
-                if let Some((records, hw)) = read_all(&client, self.url(n), p).await {
+                if let Ok((records, hw)) = read_all(&client, self.url(n), p).await {
                     let reader = format!("final read via {}", self.ids[n]);
                     self.shared.history.read(&reader, p, records, Some(hw));
                 }
@@ -1381,8 +1730,13 @@ async fn chaos(stores: Stores) {
     let _serial = SERIAL.lock().await;
     let profile = profile();
     let seed = seed();
-    let proxied = matches!(stores, Stores::Aws { .. });
-    let variant = if proxied { "S3 + DynamoDB" } else { "embedded" };
+    let net = partitions(&stores);
+    let caps = match (&stores, &net) {
+        (Stores::Embedded, _) => EMBEDDED,
+        (Stores::Aws { .. }, None) => PROXIED,
+        (Stores::Aws { .. }, Some(_)) => PARTITIONED,
+    };
+    let variant = if caps.proxied { "S3 + DynamoDB" } else { "embedded" };
     let replay = format!("SLUICE_CHAOS_PROFILE={} SLUICE_CHAOS_SEED={seed}", profile.name);
     eprintln!(
         "chaos ({variant}): profile {} ({:?} of faults), seed {seed}; replay with {replay}",
@@ -1390,11 +1744,35 @@ async fn chaos(stores: Stores) {
     );
     let dir = tempfile::Builder::new().prefix("sluice-chaos-").tempdir().unwrap();
     let ports: Vec<u16> = (0..NODES).map(|_| free_port()).collect();
-    let (flags, proxies) = node_flags(&stores).await;
+    let (flags, proxies, storms) = node_flags(&stores, seed, net.as_ref()).await;
+    let placements = net.as_ref().map(|net| {
+        (0..NODES)
+            .map(|n| {
+                let at = Placement {
+                    host: net.addr(n).to_string(),
+                    prefix: net.exec_prefix(n),
+                };
+                (at, free_port())
+            })
+            .collect::<Vec<_>>()
+    });
+    let hosts: Vec<String> = (0..NODES)
+        .map(|n| net.as_ref().map_or("127.0.0.1".into(), |net| net.addr(n).to_string()))
+        .collect();
+    if let Some(net) = &net {
+        eprintln!(
+            "chaos: nodes in network namespaces {:?}",
+            (0..NODES).map(|n| net.ns(n)).collect::<Vec<_>>()
+        );
+    }
     let shared = Arc::new(Shared {
         history: History::new(),
         stop: AtomicBool::new(false),
-        urls: ports.iter().map(|p| format!("http://127.0.0.1:{p}")).collect(),
+        urls: ports
+            .iter()
+            .zip(&hosts)
+            .map(|(p, h)| format!("http://{h}:{p}"))
+            .collect(),
         known_end: (0..PARTITIONS).map(|_| AtomicU64::new(0)).collect(),
         acked: AtomicU64::new(0),
         bad_answers: Mutex::default(),
@@ -1412,6 +1790,9 @@ async fn chaos(stores: Stores) {
         failures: Vec::new(),
         unexpected_exits: Vec::new(),
         faults: HashMap::new(),
+        storms,
+        placements,
+        net,
     };
     for n in 0..NODES {
         cluster.start(n).await;
@@ -1430,9 +1811,9 @@ async fn chaos(stores: Stores) {
     let clients = Clients::start(&cluster, &profile, seed);
 
     let chaos_started = Instant::now();
-    for (i, (gap, fault)) in schedule(seed, &profile, proxied).into_iter().enumerate() {
+    for (i, (gap, fault)) in schedule(seed, &profile, caps).into_iter().enumerate() {
         cluster.idle(gap, None).await;
-        if chaos_started.elapsed() >= profile.chaos && i >= kinds_count(proxied) {
+        if chaos_started.elapsed() >= profile.chaos && i >= kinds_count(caps) {
             break;
         }
         shared.log(format!("fault #{}: {fault:?}", i + 1));
@@ -1447,6 +1828,15 @@ async fn chaos(stores: Stores) {
     for p in &cluster.proxies {
         p.s3.set(Mode::Pass);
         p.ddb.set(Mode::Pass);
+    }
+    if let Some(st) = &cluster.storms {
+        st.s3.set(Storm::CALM);
+        st.ddb.set(Storm::CALM);
+    }
+    if let Some(net) = &cluster.net {
+        for n in 0..NODES {
+            net.heal(n).unwrap();
+        }
     }
     cluster.idle(Duration::from_secs(2), None).await;
     let kafka = clients.stop(&shared).await;
@@ -1463,6 +1853,17 @@ async fn chaos(stores: Stores) {
         not_linearizable.len()
     );
     let fenced_exits = cluster.unexpected_exits.iter().filter(|e| e.1 == Some(3)).count();
+    let storm_stats = cluster.storms.as_ref().map(|st| (st.s3.stats(), st.ddb.stats()));
+    if let Some((s3, ddb)) = &storm_stats {
+        let show = |s: &support::http_storm::StormStats| -> Vec<String> {
+            Fate::FAULTS.iter().map(|f| format!("{f:?} {}", s.get(*f))).collect()
+        };
+        eprintln!(
+            "chaos ({variant}) storm fates dealt: S3 [{}]; DynamoDB [{}]",
+            show(s3).join(", "),
+            show(ddb).join(", ")
+        );
+    }
     eprintln!(
         "chaos ({variant}) summary: profile {}, seed {seed}, {:.0}s under faults, faults {:?}; \
          {fenced_exits} unexpected fenced exits; kafka {kafka:?}\n{report}",
@@ -1496,6 +1897,23 @@ async fn chaos(stores: Stores) {
     let bad = shared.bad_answers.lock().unwrap().clone();
     if !bad.is_empty() {
         failures.push(format!("answers that must not happen: {bad:?}"));
+    }
+    if let (Some((s3, ddb)), "long") = (&storm_stats, profile.name.as_str()) {
+        // A long run deals every fate that fits each store.
+        let missing: Vec<String> = Fate::FAULTS
+            .iter()
+            .filter(|f| s3.get(**f) == 0)
+            .map(|f| format!("S3 {f:?}"))
+            .chain(
+                Fate::FAULTS
+                    .iter()
+                    .filter(|f| **f != Fate::Conflict && ddb.get(**f) == 0)
+                    .map(|f| format!("DynamoDB {f:?}")),
+            )
+            .collect();
+        if !missing.is_empty() {
+            failures.push(format!("storm fates never dealt in a long run: {missing:?}"));
+        }
     }
     if report.stats.acked < 100 {
         failures.push(format!("only {} records acknowledged", report.stats.acked));
@@ -1562,16 +1980,18 @@ async fn chaos_on_s3_and_dynamodb_keeps_every_invariant() {
 #[test]
 fn the_schedule_is_a_function_of_the_seed_and_starts_with_every_kind() {
     let p = profile();
-    assert_eq!(schedule(7, &p, true), schedule(7, &p, true));
-    assert_ne!(schedule(7, &p, true), schedule(8, &p, true));
-    let kinds = |proxied: bool, n: usize| -> Vec<std::mem::Discriminant<Fault>> {
-        schedule(7, &p, proxied)
+    assert_eq!(schedule(7, &p, PARTITIONED), schedule(7, &p, PARTITIONED));
+    assert_ne!(schedule(7, &p, PARTITIONED), schedule(8, &p, PARTITIONED));
+    let kinds = |caps: Caps, n: usize| -> Vec<std::mem::Discriminant<Fault>> {
+        schedule(7, &p, caps)
             .iter()
             .take(n)
             .map(|(_, f)| std::mem::discriminant(f))
             .collect()
     };
-    let (embedded, proxied) = (kinds(false, 7), kinds(true, 9));
+    let (embedded, proxied) = (kinds(EMBEDDED, 7), kinds(PROXIED, 11));
+    let partitioned = kinds(PARTITIONED, 15);
+    assert_eq!(kinds_count(PARTITIONED), 15);
     let cut = Fault::NetCut {
         node: Target::Node(0),
         ms: 0,
@@ -1609,11 +2029,46 @@ fn the_schedule_is_a_function_of_the_seed_and_starts_with_every_kind() {
         assert!(embedded.contains(&std::mem::discriminant(&f)), "{f:?} missing");
         assert!(proxied.contains(&std::mem::discriminant(&f)), "{f:?} missing");
     }
-    for f in [cut, outage] {
+    let storm = Fault::Storm {
+        store: Store::S3,
+        ms: 0,
+        percent: 0,
+    };
+    for f in [cut, outage, storm] {
         assert!(proxied.contains(&std::mem::discriminant(&f)), "{f:?} missing");
         assert!(
-            !kinds(false, 1000).contains(&std::mem::discriminant(&f)),
+            !kinds(EMBEDDED, 1000).contains(&std::mem::discriminant(&f)),
             "{f:?} without proxies"
         );
+    }
+    let node = Target::Node(0);
+    for f in [
+        Fault::PeerCut { node, ms: 0 },
+        Fault::StoreCut {
+            node,
+            ms: 0,
+            store: Store::S3,
+        },
+        Fault::RepliesLost { node, ms: 0 },
+    ] {
+        assert!(partitioned.contains(&std::mem::discriminant(&f)), "{f:?} missing");
+        assert!(
+            !kinds(PROXIED, 1000).contains(&std::mem::discriminant(&f)),
+            "{f:?} without namespaces"
+        );
+    }
+    // Both stores are cut, and stormed, in the first pass.
+    let first: Vec<Fault> = schedule(7, &p, PARTITIONED)
+        .into_iter()
+        .take(15)
+        .map(|(_, f)| f)
+        .collect();
+    for store in [Store::S3, Store::DynamoDb] {
+        assert!(first
+            .iter()
+            .any(|f| matches!(f, Fault::StoreCut { store: s, .. } if *s == store)));
+        assert!(first
+            .iter()
+            .any(|f| matches!(f, Fault::Storm { store: s, .. } if *s == store)));
     }
 }

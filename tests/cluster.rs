@@ -275,35 +275,29 @@ async fn during_a_metadata_outage_appends_go_on_metadata_changes_fail_fast_and_n
     eprintln!("{appended} appends acknowledged during a 9 s metadata outage");
 }
 
+/// One metadata log seen two ways: node a's view can be cut off (the
+/// returned `FaultyStore`), node b's always reads it. Both share one data
+/// store, so b can recover what a acknowledged.
+fn two_views_of_one_log() -> (FaultyStore, Backends, Backends) {
+    let shared_log = Arc::new(MemoryStore::new());
+    let a_view = FaultyStore::new(shared_log.clone(), FaultConfig::default());
+    let log_a: sluice::meta::DynLog = Arc::new(sluice::meta::store_log::StoreLog::new(Arc::new(a_view.clone()), ""));
+    let log_b: sluice::meta::DynLog = Arc::new(sluice::meta::store_log::StoreLog::new(shared_log, ""));
+    let base = support::memory_backends();
+    let a = Backends {
+        log: log_a,
+        ..base.clone()
+    };
+    let b = Backends { log: log_b, ..base };
+    (a_view, a, b)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_holder_cut_off_from_the_log_fences_nobody_and_loses_the_lease() {
-    let shared_log = Arc::new(MemoryStore::new());
-    let holder_view = FaultyStore::new(shared_log.clone(), FaultConfig::default());
-    let log_a: sluice::meta::DynLog = Arc::new(sluice::meta::store_log::StoreLog::new(
-        Arc::new(holder_view.clone()),
-        "",
-    ));
-    let log_b: sluice::meta::DynLog = Arc::new(sluice::meta::store_log::StoreLog::new(shared_log.clone(), ""));
-    let base = support::memory_backends();
-    let a = spawn_node(
-        "a",
-        Backends {
-            log: log_a,
-            ..base.clone()
-        },
-        &[],
-    )
-    .await;
+    let (holder_view, a_backends, b_backends) = two_views_of_one_log();
+    let a = spawn_node("a", a_backends, &[]).await;
     assert!(eventually(Duration::from_secs(5), || a.ready().lease_holder).await);
-    let b = spawn_node(
-        "b",
-        Backends {
-            log: log_b,
-            ..base.clone()
-        },
-        &[],
-    )
-    .await;
+    let b = spawn_node("b", b_backends, &[]).await;
     holder_view.set_unavailable(true);
     // b takes the lease after the lease timeout and fences a after the node timeout;
     // a, cut off, fences nobody (its own clock stopped).
@@ -412,31 +406,11 @@ fn values(r: &sluice::api::ReadResult) -> Vec<String> {
 /// again (forwarded), a strong read has every acknowledged record.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fenced_zombie_serves_a_stale_default_read_but_refuses_a_strong_one() {
-    let shared_log = Arc::new(MemoryStore::new());
-    let a_view = FaultyStore::new(shared_log.clone(), FaultConfig::default());
-    let log_a: sluice::meta::DynLog = Arc::new(sluice::meta::store_log::StoreLog::new(Arc::new(a_view.clone()), ""));
-    let log_b: sluice::meta::DynLog = Arc::new(sluice::meta::store_log::StoreLog::new(shared_log.clone(), ""));
-    let base = support::memory_backends();
-    let a = spawn_node(
-        "a",
-        Backends {
-            log: log_a,
-            ..base.clone()
-        },
-        &[],
-    )
-    .await;
+    let (a_view, a_backends, b_backends) = two_views_of_one_log();
+    let a = spawn_node("a", a_backends, &[]).await;
     a.create_topic("t", 1, Default::default()).await.unwrap();
     assert!(all_open(&a, "t").await);
-    let b = spawn_node(
-        "b",
-        Backends {
-            log: log_b,
-            ..base.clone()
-        },
-        &[],
-    )
-    .await;
+    let b = spawn_node("b", b_backends, &[]).await;
     let s = stream_id(&a, "t", 0);
     assert_eq!(owner(&a, s).as_deref(), Some("a"));
     a.append("t", 0, vec![rec("before")]).await.unwrap();

@@ -209,7 +209,8 @@ impl History {
     /// partition: every append with its invocation and outcome, and every
     /// strong read, against the final state. Appends of sessions without
     /// real-time order count as invoked at the start; those whose partition
-    /// is unknown are offered to every partition (values are unique).
+    /// is unknown (failed or indeterminate) are offered to every partition
+    /// (values are unique).
     pub fn linearizability(
         &self,
         final_state: &FinalState,
@@ -288,7 +289,8 @@ impl History {
                 values: records.iter().map(|(_, v)| v.clone()).collect(),
             };
             let mut mine = appends.remove(&Some(*p)).unwrap_or_default();
-            mine.extend(anywhere.iter().filter(|a| a.outcome == Lin::Unknown).cloned());
+            // Failed ones too: a failed append found in any partition is a violation.
+            mine.extend(anywhere.iter().cloned());
             let (f, sizes) = check(&mine, reads.get(p).map_or(&[][..], Vec::as_slice), &log);
             found.extend(f.into_iter().map(|v| (*p, v)));
             total.appends += sizes.appends;

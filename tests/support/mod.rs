@@ -99,8 +99,10 @@ pub async fn eventually(timeout: Duration, mut f: impl FnMut() -> bool) -> bool 
 
 pub mod history;
 pub mod http;
+pub mod http_storm;
 pub mod kafka;
 pub mod linearizable;
+pub mod netns;
 pub mod process;
 pub mod proxy;
 pub mod rss;

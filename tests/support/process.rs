@@ -13,8 +13,13 @@ pub fn free_port() -> u16 {
 
 /// Status of a plain GET on loopback, without an async runtime.
 pub fn http_status(port: u16, path: &str) -> Option<u16> {
+    http_status_at("127.0.0.1", port, path)
+}
+
+/// Status of a plain GET on `host:port`, without an async runtime.
+pub fn http_status_at(host: &str, port: u16, path: &str) -> Option<u16> {
     use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    let mut s = std::net::TcpStream::connect((host, port)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
     write!(s, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;
     let mut head = [0u8; 12];
@@ -44,7 +49,18 @@ pub struct Server {
     pub port: u16,
     /// The Kafka listener, `127.0.0.1:<port>`.
     pub kafka_addr: String,
+    /// The address both listeners bind (`127.0.0.1` unless placed).
+    pub host: String,
+    /// The command the node runs under (e.g. `ip netns exec <ns>`), if any.
+    prefix: Vec<String>,
     extra: Vec<String>,
+}
+
+/// Where a node runs: its listeners' address and the command it runs under.
+#[derive(Debug, Clone)]
+pub struct Placement {
+    pub host: String,
+    pub prefix: Vec<String>,
 }
 
 impl Server {
@@ -53,17 +69,48 @@ impl Server {
         Self::start_with_kafka(node_id, data_dir, port, &format!("127.0.0.1:{}", free_port()), extra)
     }
 
+    /// As [`start`](Self::start), placed: listening on `at.host` (HTTP on
+    /// `port`, Kafka on `kafka_port`) and run under `at.prefix`.
+    pub fn start_placed(
+        node_id: &str,
+        data_dir: &Path,
+        at: &Placement,
+        port: u16,
+        kafka_port: u16,
+        extra: &[&str],
+    ) -> Server {
+        let kafka_addr = format!("{}:{kafka_port}", at.host);
+        Self::launch(node_id, data_dir, at, port, &kafka_addr, extra)
+    }
+
     fn start_with_kafka(node_id: &str, data_dir: &Path, port: u16, kafka_addr: &str, extra: &[&str]) -> Server {
+        let here = Placement {
+            host: "127.0.0.1".into(),
+            prefix: Vec::new(),
+        };
+        Self::launch(node_id, data_dir, &here, port, kafka_addr, extra)
+    }
+
+    fn launch(node_id: &str, data_dir: &Path, at: &Placement, port: u16, kafka_addr: &str, extra: &[&str]) -> Server {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(data_dir.join(format!("{node_id}.log")))
             .unwrap();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_sluice"));
+        let bin = env!("CARGO_BIN_EXE_sluice");
+        let mut cmd = match at.prefix.split_first() {
+            // `ip netns exec` execs the node: the child is the node itself.
+            Some((first, rest)) => {
+                let mut c = Command::new(first);
+                c.args(rest).arg(bin);
+                c
+            }
+            None => Command::new(bin),
+        };
         cmd.arg("serve")
             .args(["--node-id", node_id])
             .args(["--data-dir", data_dir.to_str().unwrap()])
-            .args(["--http-addr", &format!("127.0.0.1:{port}")])
+            .args(["--http-addr", &format!("{}:{port}", at.host)])
             .args(["--kafka-addr", kafka_addr])
             .args(fast_timing(extra))
             .args(extra)
@@ -74,11 +121,13 @@ impl Server {
         let scheme = if extra.contains(&"--tls-cert") { "https" } else { "http" };
         let mut server = Server {
             child,
-            url: format!("{scheme}://127.0.0.1:{port}"),
+            url: format!("{scheme}://{}:{port}", at.host),
             node_id: node_id.to_string(),
             data_dir: data_dir.to_path_buf(),
             port,
             kafka_addr: kafka_addr.to_string(),
+            host: at.host.clone(),
+            prefix: at.prefix.clone(),
             extra: extra.iter().map(|s| s.to_string()).collect(),
         };
         server.wait_ready(Duration::from_secs(20));
@@ -94,7 +143,7 @@ impl Server {
             let ready = if tls {
                 self.log().contains("serving Kafka")
             } else {
-                http_status(self.port, "/ready") == Some(200)
+                http_status_at(&self.host, self.port, "/ready") == Some(200)
             };
             if ready {
                 return;
@@ -134,7 +183,11 @@ impl Server {
     /// Start again with the same id, directory and ports.
     pub fn restart(&self) -> Server {
         let extra: Vec<&str> = self.extra.iter().map(String::as_str).collect();
-        Server::start_with_kafka(&self.node_id, &self.data_dir, self.port, &self.kafka_addr, &extra)
+        let at = Placement {
+            host: self.host.clone(),
+            prefix: self.prefix.clone(),
+        };
+        Server::launch(&self.node_id, &self.data_dir, &at, self.port, &self.kafka_addr, &extra)
     }
 }
 

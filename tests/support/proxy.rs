@@ -38,7 +38,12 @@ pub struct FaultProxy {
 impl FaultProxy {
     /// Listen on a free loopback port and forward to `upstream`.
     pub async fn start(upstream: SocketAddr) -> std::io::Result<FaultProxy> {
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        Self::start_on("127.0.0.1:0".parse().unwrap(), upstream).await
+    }
+
+    /// As [`start`](Self::start), listening on `listen`.
+    pub async fn start_on(listen: SocketAddr, upstream: SocketAddr) -> std::io::Result<FaultProxy> {
+        let listener = TcpListener::bind(listen).await?;
         let addr = listener.local_addr()?;
         let (mode, rx) = watch::channel(Mode::Pass);
         let task = tokio::spawn(async move {
