@@ -240,3 +240,54 @@ async fn the_proposer_survives_a_fault_storm_on_dynamodb_local() {
         assert!(view.topics.contains_key(&format!("t{i}")), "t{i} missing");
     }
 }
+
+/// A 409 ConditionalRequestConflict to a create-if-absent PUT (from the
+/// storm proxy, as S3 answers while another conditional write to the key is
+/// in flight) is an error, not "already exists": the key may not exist, and
+/// a flusher that took it for stored would commit a reference to nothing.
+/// Found by the chaos test's S3 storm (an indexed data object missing); a
+/// real 412 is still `AlreadyExists`.
+#[tokio::test]
+async fn a_conditional_conflict_is_not_taken_for_an_existing_key() {
+    use sluice::store::{ObjectStore, PutOutcome};
+    use support::http_storm::{Fate, Flavor, Storm, StormProxy};
+    let Some(endpoint) = support::service("SLUICE_TEST_S3_ENDPOINT") else {
+        return;
+    };
+    let upstream = endpoint.trim_start_matches("http://").parse().unwrap();
+    let proxy = StormProxy::start(upstream, Flavor::S3, 1).await.unwrap();
+    let bucket = std::env::var("SLUICE_TEST_S3_BUCKET").unwrap_or_else(|_| "sluice-test".into());
+    let url = format!("s3://{bucket}/{}", support::unique("conflict-"));
+    let options = S3Options {
+        endpoint: Some(proxy.url()),
+        region: std::env::var("SLUICE_TEST_S3_REGION").ok(),
+        force_path_style: true,
+    };
+    let store = S3Store::open(&url, &options).await.unwrap();
+    let body = bytes::Bytes::from_static(b"data object");
+    proxy.set(Storm {
+        conflict: 1.0,
+        ..Storm::CALM
+    });
+    let answered = store.put_if_absent("data/fresh.obj", body.clone()).await;
+    assert!(answered.is_err(), "a 409 must not read as stored: {answered:?}");
+    assert!(proxy.stats().get(Fate::Conflict) >= 1);
+    proxy.set(Storm::CALM);
+    assert_eq!(
+        store.get("data/fresh.obj", None).await.unwrap(),
+        None,
+        "nothing was stored"
+    );
+    assert_eq!(
+        store.put_if_absent("data/fresh.obj", body.clone()).await.unwrap(),
+        PutOutcome::Created
+    );
+    assert_eq!(
+        store
+            .put_if_absent("data/fresh.obj", bytes::Bytes::from_static(b"other"))
+            .await
+            .unwrap(),
+        PutOutcome::AlreadyExists,
+        "a 412 is still an existing key"
+    );
+}

@@ -78,6 +78,36 @@ async fn one_shot(args: &[&str]) -> Value {
     serde_json::from_str(stdout.lines().last().expect("a line")).unwrap()
 }
 
+/// The pipeline made no progress in time: keep the nodes' logs and say
+/// what it did last, which kill it had not resumed from, and how each node's
+/// log ends.
+fn stalled(
+    dir: tempfile::TempDir,
+    nodes: &[Server],
+    down: Option<&Server>,
+    last: &std::collections::VecDeque<String>,
+    pending: Option<(Kill, Instant)>,
+) -> ! {
+    let mut report = String::new();
+    for n in nodes.iter().chain(down) {
+        let log = n.log();
+        let tail: Vec<&str> = log.lines().rev().take(15).collect();
+        report.push_str(&format!(
+            "\n--- {} ends with:\n{}",
+            n.node_id,
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        ));
+    }
+    let kept = dir.keep();
+    panic!(
+        "the pipeline did not finish in time; pending kill {:?}; node logs kept in {}\n\
+         its last lines:\n{}{report}",
+        pending.map(|(k, at)| (k, at.elapsed())),
+        kept.display(),
+        last.iter().cloned().collect::<Vec<_>>().join("\n"),
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_consume_transform_produce_pipeline_is_exactly_once_through_kill_9s() {
     if !python_module_installed("confluent_kafka") {
@@ -111,11 +141,19 @@ async fn a_consume_transform_produce_pipeline_is_exactly_once_through_kill_9s() 
     let (mut commits, mut aborts, mut fatals, mut retries) = (0u64, 0u64, 0u64, 0u64);
     let mut done: Option<Value> = None;
     let deadline = Instant::now() + Duration::from_secs(300);
+    // The pipeline's last lines, for a stall's post-mortem.
+    let mut last: std::collections::VecDeque<String> = std::collections::VecDeque::new();
     while done.is_none() {
-        let line = tokio::time::timeout_at(deadline.into(), lines.next_line())
-            .await
-            .expect("the pipeline finished in time")
-            .unwrap();
+        let Ok(line) = tokio::time::timeout_at(deadline.into(), lines.next_line()).await else {
+            stalled(dir, &nodes, down.as_ref(), &last, pending);
+        };
+        let line = line.unwrap();
+        if let Some(l) = &line {
+            if last.len() == 30 {
+                last.pop_front();
+            }
+            last.push_back(l.clone());
+        }
         let Some(line) = line else {
             let status = child.wait().await.unwrap();
             panic!("the pipeline exited ({status}) before it was done");

@@ -2,13 +2,16 @@
 //! `object_store`'s AWS client, with credentials from the standard AWS chain
 //! (`aws-config`: environment, profile, web identity, ECS task role, IMDS).
 //!
-//! Create-if-absent is `PUT` with `If-None-Match: *`: a 412 (or a 409 the
-//! client retried into a 412) is `AlreadyExists`, never an error. Every other
-//! failure of a PUT is classified *indeterminate*: the client retries 5xx,
-//! 503 SlowDown and 409 ConditionalRequestConflict itself, so an error that
-//! reaches us may follow an attempt that landed. Callers settle it by
-//! reading the object back (the WAL compares bytes; the metadata log looks
-//! for its proposal id).
+//! Create-if-absent is `PUT` with `If-None-Match: *`: a 412 is
+//! `AlreadyExists`, never an error. A 409 ConditionalRequestConflict (another
+//! conditional write to the key was in flight) is *not*: `object_store`
+//! reports it as `AlreadyExists` too, and does not retry it, but the key may
+//! not exist at all, so it is told apart here ([`key_exists`]) and becomes an
+//! error. Every failure of a PUT is classified *indeterminate*: the client
+//! retries 5xx and 503 SlowDown itself, so an error that reaches us may
+//! follow an attempt that landed. Callers settle it by retrying, or reading
+//! the object back (the WAL compares bytes; the metadata log looks for its
+//! proposal id).
 
 use super::{ObjectMeta, ObjectStore, PutOutcome, StoreError, StoreResult};
 use async_trait::async_trait;
@@ -173,6 +176,23 @@ impl S3Store {
     }
 }
 
+/// Whether a failed `If-None-Match: *` PUT says the key exists: a 412 (or
+/// a 304), which `object_store` wraps in `AlreadyExists`. Its
+/// `AlreadyExists` for a 409 ConditionalRequestConflict says nothing of the
+/// kind — the conflicting write may be ours, and may not land — and a caller
+/// who took it for "stored" would reference an object that is not there.
+fn key_exists(e: &object_store::Error) -> bool {
+    use object_store::Error as E;
+    match e {
+        E::Precondition { .. } | E::NotModified { .. } => true,
+        E::AlreadyExists { source, .. } => matches!(
+            source.downcast_ref::<object_store::Error>(),
+            Some(E::Precondition { .. } | E::NotModified { .. })
+        ),
+        _ => false,
+    }
+}
+
 #[async_trait]
 impl ObjectStore for S3Store {
     async fn put_if_absent(&self, key: &str, body: Bytes) -> StoreResult<PutOutcome> {
@@ -187,9 +207,7 @@ impl ObjectStore for S3Store {
             .await
         {
             Ok(_) => Ok(PutOutcome::Created),
-            Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => {
-                Ok(PutOutcome::AlreadyExists)
-            }
+            Err(e) if key_exists(&e) => Ok(PutOutcome::AlreadyExists),
             Err(e) => Err(self.classify("put", key, e, true)),
         }
     }
@@ -295,6 +313,30 @@ mod tests {
         assert!(parse_url("s3:///x").is_err());
         assert!(parse_url("file:///x").is_err());
         assert!(parse_url("s3://b/a//b").is_err());
+    }
+
+    #[test]
+    fn only_a_failed_precondition_says_the_key_exists() {
+        use object_store::Error as E;
+        let precondition = || E::Precondition {
+            path: "k".into(),
+            source: "412 Precondition Failed".into(),
+        };
+        assert!(key_exists(&precondition()));
+        // What `object_store` makes of a 412 to `If-None-Match: *`...
+        assert!(key_exists(&E::AlreadyExists {
+            path: "k".into(),
+            source: Box::new(precondition()),
+        }));
+        // ...and of a 409 ConditionalRequestConflict: the key may not exist.
+        assert!(!key_exists(&E::AlreadyExists {
+            path: "k".into(),
+            source: "409 Conflict: ConditionalRequestConflict".into(),
+        }));
+        assert!(!key_exists(&E::Generic {
+            store: "S3",
+            source: "500".into(),
+        }));
     }
 
     #[test]
