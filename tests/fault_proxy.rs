@@ -355,7 +355,7 @@ mod storm {
         let mut runs = Vec::new();
         for _ in 0..2 {
             let proxy = StormProxy::start(up, Flavor::S3, 42).await.unwrap();
-            proxy.set(Storm::all(0.9));
+            proxy.set(Storm::all(0.6));
             // A connection per request: the fates follow the requests alone.
             let c = reqwest::Client::builder()
                 .timeout(Duration::from_millis(500))
