@@ -41,9 +41,16 @@ pub(crate) fn router(state: Shared) -> Router {
 /// Refuses a request that is not a forwarded one from a peer: 403, or the
 /// retryable 503 while this node has not loaded the peer key it would
 /// check the credential against (it restarted with its store unreachable).
+/// A credential that verifies now was checked, when the request was marked,
+/// before the key had loaded: also 503, so the peer simply sends it again.
 async fn peers_only(State(state): State<Shared>, req: Request, next: Next) -> Response {
     if !crate::api::is_forwarded() {
-        if req.headers().contains_key(crate::api::PEER_HEADER) && !state.engine.cluster.peer_key_loaded() {
+        let presented = req
+            .headers()
+            .get(crate::api::PEER_HEADER)
+            .map(|v| v.to_str().unwrap_or_default());
+        let cluster = &state.engine.cluster;
+        if presented.is_some_and(|p| !cluster.peer_key_loaded() || cluster.is_peer(p)) {
             return HttpError::new(
                 ErrorCode::Unavailable,
                 "this node has not loaded the cluster's peer key yet (its object store has not answered)",

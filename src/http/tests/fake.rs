@@ -53,6 +53,9 @@ pub struct FakeEngine {
     pub applied: AtomicU64,
     /// The indexes `catch_up_to` was asked for.
     pub caught_up_to: Mutex<Vec<u64>>,
+    /// While positive, `is_peer` answers `false` that many more times (the
+    /// peer key loads between two checks of one request).
+    pub peer_loads_after: AtomicU64,
     /// Consumer groups' membership records, as the log would keep them.
     group_states: Mutex<BTreeMap<String, GroupState>>,
 }
@@ -79,6 +82,7 @@ impl FakeEngine {
             append_calls: AtomicU64::new(0),
             applied: AtomicU64::new(u64::MAX),
             caught_up_to: Mutex::default(),
+            peer_loads_after: AtomicU64::new(0),
             group_states: Mutex::default(),
         })
     }
@@ -553,7 +557,11 @@ impl Tokens for FakeEngine {
 #[async_trait]
 impl Cluster for FakeEngine {
     fn is_peer(&self, presented: &str) -> bool {
-        presented == PEER
+        let loading = self
+            .peer_loads_after
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+            .is_ok();
+        !loading && presented == PEER
     }
 
     fn peer_key_loaded(&self) -> bool {

@@ -343,6 +343,43 @@ async fn internal_routes_refuse_a_caller_that_is_not_a_peer() {
     assert!(h.engine.records("t", 0).is_empty(), "nothing appended");
 }
 
+/// Found by the chaos test: a forwarded append reached a node whose peer
+/// key finished loading between the check that marks a request forwarded
+/// and the internal routes' own; it was refused with 403, which the
+/// forwarder passed on to its client. It is a retryable 503 now.
+#[tokio::test]
+async fn a_peer_key_that_loads_during_a_request_is_answered_as_retryable() {
+    let h = Harness::with_topic("t", 1).await;
+    let append = |peer: &str| {
+        let batch = crate::batch::encode_batch(
+            crate::ids::Offset(0),
+            &[crate::batch::Record {
+                timestamp_ms: 1,
+                key: None,
+                value: None,
+                headers: vec![],
+            }],
+        );
+        Request::post("/internal/v1/topics/t/partitions/0/batch")
+            .header(crate::api::FORWARDED_HEADER, "1")
+            .header(crate::api::PEER_HEADER, peer)
+            .body(Body::from(batch))
+            .unwrap()
+    };
+    h.engine.peer_loads_after.store(1, std::sync::atomic::Ordering::Relaxed);
+    h.send(append(fake::PEER)).await.assert_error(503, "unavailable");
+    // Sent again, it passes the gate and reaches the handler (which the
+    // fake engine answers with its own 404: it keeps no raw batches).
+    let r = h.send(append(fake::PEER)).await;
+    assert_eq!(
+        r.body["error"]["message"], "raw batch appends are not supported here",
+        "{:?}",
+        r.body
+    );
+    // A wrong credential is still forbidden.
+    h.send(append("a guess")).await.assert_error(403, "forbidden");
+}
+
 #[tokio::test]
 async fn per_partition_appends_report_the_base_offset() {
     let h = Harness::with_topic("t", 2).await;
