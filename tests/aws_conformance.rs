@@ -43,6 +43,39 @@ async fn metadata_log_on_s3_conforms() {
     sluice::meta::conformance::run_all(Arc::new(StoreLog::new(store, "meta/"))).await;
 }
 
+/// A storm proxy (`tests/support/http_storm.rs`) in front of the service
+/// the variable names, calm until set.
+async fn storm_in_front_of(
+    variable: &str,
+    flavor: support::http_storm::Flavor,
+    seed: u64,
+) -> Option<support::http_storm::StormProxy> {
+    let endpoint = support::service(variable)?;
+    let upstream = endpoint.trim_start_matches("http://").parse().unwrap();
+    Some(
+        support::http_storm::StormProxy::start(upstream, flavor, seed)
+            .await
+            .unwrap(),
+    )
+}
+
+/// A proposer on `log`, registered as node n1.
+async fn registered_n1(log: sluice::meta::DynLog) -> sluice::meta::Meta {
+    use sluice::ids::NodeId;
+    use sluice::meta::{Command, Meta, MetaConfig, Outcome};
+    let m = Meta::open(log, NodeId::new("n1"), MetaConfig::default()).await.unwrap();
+    let reg = Command::RegisterNode {
+        node: NodeId::new("n1"),
+        http_addr: String::new(),
+        kafka_addr: String::new(),
+    };
+    let Outcome::Registered(e) = m.propose(reg).await.unwrap() else {
+        panic!("not registered")
+    };
+    m.set_epoch(e);
+    m
+}
+
 async fn dynamo_log() -> Option<(DynamoLog, DynStore)> {
     let endpoint = support::service("SLUICE_TEST_DYNAMODB_ENDPOINT")?;
     let objects: DynStore = Arc::new(sluice::store::MemoryStore::new());
@@ -85,8 +118,7 @@ async fn dynamodb_entries_over_the_item_limit_are_stored_as_objects() {
 
 #[tokio::test]
 async fn the_proposer_survives_injected_faults_on_a_real_s3_server() {
-    use sluice::ids::NodeId;
-    use sluice::meta::{Command, Meta, MetaConfig, Outcome};
+    use sluice::meta::{Command, Outcome};
     let Some((store, _)) = s3_store().await else { return };
     let faults = FaultConfig {
         seed: 3,
@@ -98,16 +130,7 @@ async fn the_proposer_survives_injected_faults_on_a_real_s3_server() {
     };
     let faulty: DynStore = Arc::new(FaultyStore::new(store, faults));
     let log = Arc::new(StoreLog::new(faulty, "meta/"));
-    let m = Meta::open(log, NodeId::new("n1"), MetaConfig::default()).await.unwrap();
-    let reg = Command::RegisterNode {
-        node: NodeId::new("n1"),
-        http_addr: String::new(),
-        kafka_addr: String::new(),
-    };
-    let Outcome::Registered(e) = m.propose(reg).await.unwrap() else {
-        panic!("not registered")
-    };
-    m.set_epoch(e);
+    let m = registered_n1(log).await;
     for i in 0..15 {
         let out = m
             .propose(Command::CreateTopic {
@@ -132,33 +155,19 @@ async fn the_proposer_survives_injected_faults_on_a_real_s3_server() {
 /// is only ever followed by "created" or "exists", never by a second topic.
 #[tokio::test]
 async fn the_proposer_survives_a_fault_storm_on_dynamodb_local() {
-    use sluice::ids::NodeId;
     use sluice::meta::dynamo_log::DynamoLog;
-    use sluice::meta::{Command, Meta, MetaConfig, Outcome};
-    use support::http_storm::{Fate, Flavor, Storm, StormProxy};
-    let Some(endpoint) = support::service("SLUICE_TEST_DYNAMODB_ENDPOINT") else {
+    use sluice::meta::{Command, Outcome};
+    use support::http_storm::{Fate, Flavor, Storm};
+    let Some(proxy) = storm_in_front_of("SLUICE_TEST_DYNAMODB_ENDPOINT", Flavor::DynamoDb, 11).await else {
         return;
     };
-    let upstream = endpoint.trim_start_matches("http://").parse().unwrap();
-    let proxy = StormProxy::start(upstream, Flavor::DynamoDb, 11).await.unwrap();
     let objects: DynStore = Arc::new(sluice::store::MemoryStore::new());
     let url = format!("dynamodb://{}", support::unique("sluice-storm-"));
     let log = DynamoLog::open(&url, Some(&proxy.url()), Some("us-east-1"), objects)
         .await
         .unwrap();
     log.ensure_table().await.unwrap();
-    let m = Meta::open(Arc::new(log), NodeId::new("n1"), MetaConfig::default())
-        .await
-        .unwrap();
-    let reg = Command::RegisterNode {
-        node: NodeId::new("n1"),
-        http_addr: String::new(),
-        kafka_addr: String::new(),
-    };
-    let Outcome::Registered(e) = m.propose(reg).await.unwrap() else {
-        panic!("not registered")
-    };
-    m.set_epoch(e);
+    let m = registered_n1(Arc::new(log)).await;
     let (mut created, mut failed_answers, mut exists_after_failure) = (0, 0, 0);
     let mut topic = 0;
     for fate in [
@@ -250,12 +259,10 @@ async fn the_proposer_survives_a_fault_storm_on_dynamodb_local() {
 #[tokio::test]
 async fn a_conditional_conflict_is_not_taken_for_an_existing_key() {
     use sluice::store::{ObjectStore, PutOutcome};
-    use support::http_storm::{Fate, Flavor, Storm, StormProxy};
-    let Some(endpoint) = support::service("SLUICE_TEST_S3_ENDPOINT") else {
+    use support::http_storm::{Fate, Flavor, Storm};
+    let Some(proxy) = storm_in_front_of("SLUICE_TEST_S3_ENDPOINT", Flavor::S3, 1).await else {
         return;
     };
-    let upstream = endpoint.trim_start_matches("http://").parse().unwrap();
-    let proxy = StormProxy::start(upstream, Flavor::S3, 1).await.unwrap();
     let bucket = std::env::var("SLUICE_TEST_S3_BUCKET").unwrap_or_else(|_| "sluice-test".into());
     let url = format!("s3://{bucket}/{}", support::unique("conflict-"));
     let options = S3Options {

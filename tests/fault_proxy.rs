@@ -147,6 +147,15 @@ mod storm {
             .unwrap()
     }
 
+    /// A DynamoDB call (`X-Amz-Target` names the operation).
+    async fn ddb_call(c: &reqwest::Client, url: &str, op: &str) -> reqwest::Result<reqwest::Response> {
+        c.post(url)
+            .header("X-Amz-Target", format!("DynamoDB_20120810.{op}"))
+            .body("{}")
+            .send()
+            .await
+    }
+
     fn only(fate: Fate) -> Storm {
         let mut s = Storm::CALM;
         match fate {
@@ -242,13 +251,7 @@ mod storm {
         assert_eq!(r.status(), 409);
         assert!(r.text().await.unwrap().contains("ConditionalRequestConflict"));
         ddb.set(only(Fate::SlowDown));
-        let r = c
-            .post(ddb.url())
-            .header("X-Amz-Target", "DynamoDB_20120810.PutItem")
-            .body("{}")
-            .send()
-            .await
-            .unwrap();
+        let r = ddb_call(&c, &ddb.url(), "PutItem").await.unwrap();
         assert_eq!(r.status(), 400);
         let text = r.text().await.unwrap();
         assert!(
@@ -256,13 +259,7 @@ mod storm {
             "{text}"
         );
         ddb.set(only(Fate::Error));
-        let r = c
-            .post(ddb.url())
-            .header("X-Amz-Target", "DynamoDB_20120810.Query")
-            .body("{}")
-            .send()
-            .await
-            .unwrap();
+        let r = ddb_call(&c, &ddb.url(), "Query").await.unwrap();
         assert_eq!(r.status(), 500);
         assert!(r.text().await.unwrap().contains("InternalServerError"));
         // A reset: an error, and nothing reached the server.
@@ -306,20 +303,9 @@ mod storm {
         // DynamoDB: writes are told by their target.
         let ddb = StormProxy::start(up, Flavor::DynamoDb, 1).await.unwrap();
         ddb.set(only(Fate::LostReply));
-        let put = c
-            .post(ddb.url())
-            .header("X-Amz-Target", "DynamoDB_20120810.PutItem")
-            .body("{}")
-            .send()
-            .await;
+        let put = ddb_call(&c, &ddb.url(), "PutItem").await;
         assert!(put.is_err());
-        let query = c
-            .post(ddb.url())
-            .header("X-Amz-Target", "DynamoDB_20120810.Query")
-            .body("{}")
-            .send()
-            .await
-            .unwrap();
+        let query = ddb_call(&c, &ddb.url(), "Query").await.unwrap();
         assert_eq!(query.status(), 200);
         assert_eq!(ddb.stats().get(Fate::LostReply), 1);
         assert_eq!(seen.lock().unwrap().len(), 4);
