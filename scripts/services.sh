@@ -24,6 +24,7 @@ ENV_FILE="$SVC/env"
 DDB_LOCAL_VERSION=${SLUICE_DDB_LOCAL_VERSION:-10.3.0}
 KAFKAJS_VERSION=${SLUICE_KAFKAJS_VERSION:-2.2.4}
 DS_SUITE_VERSION=${SLUICE_DS_SUITE_VERSION:-0.3.6}   # Durable Streams conformance suite
+PLAYWRIGHT_VERSION=${SLUICE_PLAYWRIGHT_VERSION:-1.65.2}   # drives Debian's chromium in tests/console.rs
 CEPH_PKGS=(ceph-mon ceph-osd radosgw ceph-common)
 BUCKET=sluice-test
 REGION=us-east-1
@@ -157,6 +158,11 @@ ds_suite_version() {
     NODE_PATH="$NPM_PREFIX/node_modules" node -p 'require("@durable-streams/server-conformance-tests/package.json").version' 2>/dev/null
 }
 
+# The playwright-core version installed under $NPM_PREFIX, if any.
+playwright_version() {
+    NODE_PATH="$NPM_PREFIX/node_modules" node -p 'require("playwright-core/package.json").version' 2>/dev/null
+}
+
 # The kafkajs version installed under $NPM_PREFIX, if any.
 kafkajs_version() {
     NODE_PATH="$NPM_PREFIX/node_modules" node -p 'require("kafkajs/package.json").version' 2>/dev/null
@@ -192,10 +198,11 @@ cmd_install() {
     command -v python3 >/dev/null || missing+=(python3)
     command -v kcat >/dev/null || missing+=(kcat)   # Kafka client tests (tests/kafka_clients.rs)
     command -v iptables >/dev/null || missing+=(iptables)   # network partitions in tests/chaos.rs
+    command -v chromium >/dev/null || missing+=(chromium)   # the console's browser test (tests/console.rs)
     if ((${#missing[@]})); then
         apt_install "${missing[@]}"
     else
-        say "ceph, java, npm, curl, python3, kcat, iptables: already installed"
+        say "ceph, java, npm, curl, python3, kcat, iptables, chromium: already installed"
     fi
 
     if ddb_jar >/dev/null; then
@@ -253,6 +260,15 @@ cmd_install() {
         npm install --prefix "$NPM_PREFIX" --no-audit --no-fund --loglevel=error \
             "@durable-streams/server-conformance-tests@$DS_SUITE_VERSION" >&2
         [[ $(ds_suite_version) == "$DS_SUITE_VERSION" ]] || die "conformance suite installed but not loadable from $NPM_PREFIX"
+    fi
+    if [[ $(playwright_version) == "$PLAYWRIGHT_VERSION" ]]; then
+        say "playwright-core $PLAYWRIGHT_VERSION: already installed"
+    else
+        say "npm install playwright-core@$PLAYWRIGHT_VERSION into $NPM_PREFIX"
+        mkdir -p "$NPM_PREFIX"
+        npm install --prefix "$NPM_PREFIX" --no-audit --no-fund --loglevel=error \
+            "playwright-core@$PLAYWRIGHT_VERSION" >&2
+        [[ $(playwright_version) == "$PLAYWRIGHT_VERSION" ]] || die "playwright-core installed but not loadable from $NPM_PREFIX"
     fi
     rm -rf "$NPM_PREFIX/ds-conformance"
     mkdir -p "$NPM_PREFIX/ds-conformance"

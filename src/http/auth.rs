@@ -47,6 +47,7 @@ pub fn policy(method: &str, path: &str) -> Option<Policy> {
         (_, p) if p.starts_with("/admin/") => Policy::ClusterAdmin,
         (_, "/v1/tokens" | "/v1/tokens/{id}") => Policy::ClusterAdmin,
         ("GET" | "POST", "/v1/topics") => Policy::Authenticated,
+        ("GET", "/v1/groups" | "/v1/groups/{group}") => Policy::Authenticated,
         ("GET", "/v1/topics/{topic}") => Policy::SeeTopic,
         ("DELETE", "/v1/topics/{topic}") => Policy::Topic(Op::Admin),
         ("PATCH", "/v1/topics/{topic}/config") => Policy::Topic(Op::Admin),

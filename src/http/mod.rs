@@ -15,6 +15,10 @@
 //! - `ops`: `/health`, `/ready`, `/metrics`, `/admin/nodes`.
 //! - [`auth`]: who may call each route (`--auth on`), checked before the handler.
 //! - `tokens`: `/v1/tokens`, issue, list, revoke.
+//! - `groups`: `/v1/groups`, consumer groups with members, assignments and
+//!   lag (decoded by [`crate::kafka::groups::view`]).
+//! - `ui`: `GET /ui`, the console: a page and its assets embedded in the
+//!   binary, calling the routes above from the browser.
 //! - [`openapi`]: `GET /openapi.json`, checked against [`ROUTES`] by a test.
 //! - [`durable`]: the Durable Streams protocol under `/v1/stream/` (its own
 //!   routes, outside [`ROUTES`] and the OpenAPI document).
@@ -29,6 +33,7 @@ pub mod auth;
 pub mod durable;
 mod encoding;
 pub mod error;
+mod groups;
 mod guard;
 mod internal;
 pub mod openapi;
@@ -39,6 +44,7 @@ mod records_out;
 mod sse;
 mod tokens;
 mod topics;
+mod ui;
 
 #[cfg(test)]
 pub(crate) mod tests;
@@ -83,6 +89,8 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/v1/tokens"),
     ("POST", "/v1/tokens"),
     ("DELETE", "/v1/tokens/{id}"),
+    ("GET", "/v1/groups"),
+    ("GET", "/v1/groups/{group}"),
 ];
 
 fn handler(method: &str, path: &str) -> MethodRouter<Shared> {
@@ -106,6 +114,8 @@ fn handler(method: &str, path: &str) -> MethodRouter<Shared> {
         ("GET", "/v1/tokens") => get(tokens::list),
         ("POST", "/v1/tokens") => post(tokens::create),
         ("DELETE", "/v1/tokens/{id}") => delete(tokens::revoke),
+        ("GET", "/v1/groups") => get(groups::list),
+        ("GET", "/v1/groups/{group}") => get(groups::describe_one),
         _ => unreachable!("route {method} {path} is in ROUTES but has no handler"),
     }
 }
@@ -138,6 +148,7 @@ pub fn router(engine: impl Into<Services>) -> Router {
         .with_state(state)
         .merge(durable)
         .merge(internal)
+        .merge(ui::router())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(limits.max_request_bytes))

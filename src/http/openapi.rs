@@ -128,8 +128,51 @@ fn build() -> Value {
             "version": env!("CARGO_PKG_VERSION"),
             "description": "Stream storage over an object store. Every error is {\"error\": {\"code\", \"message\", \"retryable\"}}; a failed request has no effect."
         },
-        "paths": merge(operations_paths(), topic_paths()),
+        "paths": merge(merge(operations_paths(), topic_paths()), group_paths()),
         "components": { "schemas": schemas() }
+    })
+}
+
+/// The consumer groups, as the console shows them.
+fn group_paths() -> Value {
+    let name = json!({ "name": "group", "in": "path", "required": true, "schema": { "type": "string" } });
+    let assignment = json!({ "type": "array", "items": { "type": "object", "properties": {
+        "topic": { "type": "string" }, "partitions": { "type": "array", "items": { "type": "integer" } } } } });
+    json!({
+        "/v1/groups": { "get": {
+            "summary": "Consumer groups with a membership record or committed offsets",
+            "responses": { "200": { "description": "groups", "content": { "application/json": { "schema": {
+                "type": "object", "properties": { "groups": { "type": "array", "items": { "type": "object", "properties": {
+                    "group": { "type": "string" },
+                    "kind": { "type": "string", "enum": ["classic", "consumer", "offsets"] },
+                    "state": { "type": "string" },
+                    "members": { "type": "integer" }
+                } } } } } } } } }
+        } },
+        "/v1/groups/{group}": { "get": {
+            "summary": "A group's members and assignments (as last recorded), committed offsets and lag; offsets only of topics the caller may read",
+            "parameters": [name],
+            "responses": {
+                "200": { "description": "the group", "content": { "application/json": { "schema": {
+                    "type": "object", "properties": {
+                        "group": { "type": "string" }, "kind": { "type": "string" }, "state": { "type": "string" },
+                        "generation": { "type": "integer" },
+                        "protocol": { "type": "string", "nullable": true },
+                        "leader": { "type": "string", "nullable": true },
+                        "members": { "type": "array", "items": { "type": "object", "properties": {
+                            "member_id": { "type": "string" }, "instance_id": { "type": "string", "nullable": true },
+                            "client_id": { "type": "string" }, "client_host": { "type": "string" },
+                            "assignment": assignment } } },
+                        "offsets": { "type": "array", "items": { "type": "object", "properties": {
+                            "topic": { "type": "string" }, "partition": { "type": "integer" },
+                            "committed": { "type": "integer" },
+                            "end_offset": { "type": "integer", "nullable": true },
+                            "lag": { "type": "integer", "nullable": true },
+                            "error": { "type": "string" } } } }
+                    } } } } },
+                "404": error_response("not_found: no such group")
+            }
+        } }
     })
 }
 
@@ -262,6 +305,9 @@ fn topic_paths() -> Value {
                 "summary": "Read records, optionally long-polling",
                 "parameters": [
                     offset_param(),
+                    { "name": "timestamp", "in": "query", "required": false,
+                      "description": "Instead of offset: start at the first record whose timestamp (ms since the Unix epoch) is at or after this; past the last one, at the end.",
+                      "schema": { "type": "integer" } },
                     { "name": "limit", "in": "query", "schema": { "type": "integer", "minimum": 1, "maximum": 10000, "default": 100 } },
                     { "name": "max_bytes", "in": "query", "description": "About this many bytes of keys, values and headers. A larger value is clamped to the server's --http-max-read-bytes (default 8 MiB), which also bounds the JSON answer; the first record is returned even if larger.",
                       "schema": { "type": "integer", "minimum": 1, "default": 1048576 } },
@@ -449,7 +495,8 @@ fn topic_schemas() -> Value {
                     "state": { "type": "string" },
                     "start_offset": { "type": "integer" },
                     "end_offset": { "type": "integer" },
-                    "compacted_end": { "type": "integer" }
+                    "compacted_end": { "type": "integer" },
+                    "bytes": { "type": "integer", "nullable": true, "description": "stored bytes: indexed data objects, plus the unflushed tail where this node owns the partition" }
                 } } }
             }
         }

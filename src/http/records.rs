@@ -440,7 +440,27 @@ pub async fn read(
     let enc = encoding(&params)?;
     let form = header_form(&params)?;
     let p = checked_partition(&state, &topic, &partition).await?;
-    let req = read_request(&state, &params)?;
+    let mut req = read_request(&state, &params)?;
+    if let Some(ts) = parse_param::<i64>(&params, "timestamp", ErrorCode::InvalidRequest)? {
+        if params.contains_key("offset") {
+            return Err(invalid("give offset or timestamp, not both".into()));
+        }
+        req.from = offset_at_time(&state, &topic, p, ts).await?;
+    }
     let result = state.engine.records.read(&topic, p, req).await?;
     Ok(json_bytes(read_answer(&result, enc, form, state.limits.max_read_bytes)))
+}
+
+/// Where a read by time starts: the first record at or after `ts` (Kafka's
+/// ListOffsets by timestamp, the same scan of batch headers), or the end.
+async fn offset_at_time(state: &AppState, topic: &str, p: u32, ts: i64) -> HttpResult<ReadFrom> {
+    let start = state
+        .engine
+        .topics
+        .describe_topic(topic)?
+        .partition_info
+        .get(p as usize)
+        .map_or(Offset(0), |i| i.start_offset);
+    let (_, offset) = crate::kafka::list_offsets::offset_for_timestamp(&state.engine, topic, p, start, ts).await?;
+    Ok(u64::try_from(offset).map_or(ReadFrom::End, |o| ReadFrom::At(Offset(o))))
 }

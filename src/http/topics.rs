@@ -177,8 +177,19 @@ pub async fn list(State(state): State<Shared>, Extension(caller): Extension<Call
     Json(json!({ "topics": topics }))
 }
 
+/// The topic as this node's view has it, each partition with the bytes it
+/// holds (`bytes`: indexed data objects plus the unflushed tail where this
+/// node owns the partition).
 pub async fn describe(State(state): State<Shared>, Path(topic): Path<String>) -> HttpResult<impl IntoResponse> {
-    Ok(Json(state.engine.topics.describe_topic(&topic)?))
+    let d = state.engine.topics.describe_topic(&topic)?;
+    let sizes = state.engine.topics.partition_bytes(&topic).unwrap_or_default();
+    let mut v = serde_json::to_value(&d).map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?;
+    if let Some(parts) = v["partition_info"].as_array_mut() {
+        for (i, p) in parts.iter_mut().enumerate() {
+            p["bytes"] = json!(sizes.get(i).copied());
+        }
+    }
+    Ok(Json(v))
 }
 
 pub async fn delete(State(state): State<Shared>, Path(topic): Path<String>) -> HttpResult<StatusCode> {

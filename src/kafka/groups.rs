@@ -42,6 +42,7 @@ pub mod code {
 }
 
 pub mod record;
+pub mod view;
 
 /// Session timeouts accepted (Kafka's broker defaults).
 pub const MIN_SESSION: Duration = Duration::from_millis(1_000);

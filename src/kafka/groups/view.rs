@@ -1,0 +1,210 @@
+//! What a person is shown of a consumer group (the console, `GET
+//! /v1/groups/{group}`): its kind, state and members with the partitions
+//! each is assigned, decoded from the membership record the metadata log
+//! keeps ([`super::record`] for classic groups, [`super::consumer`] for
+//! KIP-848 ones). Read-only and pure: a record that does not decode is
+//! shown as such, never an error.
+
+use super::{consumer, record};
+use crate::api::GroupState;
+use crate::ids::TopicUuid;
+use crate::kafka::wire::{DecodeResult, Reader};
+use bytes::Bytes;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GroupView {
+    /// `classic`, `consumer` (KIP-848), or `offsets` for a group that only
+    /// has committed offsets.
+    pub kind: String,
+    /// Kafka's state names: Empty, Stable, Assigning, Reconciling, or
+    /// `unreadable` for a record this version cannot decode.
+    pub state: String,
+    /// The generation (classic) or group epoch (consumer).
+    pub generation: i32,
+    /// The assignment protocol (classic: `range`, `roundrobin`...;
+    /// consumer: the server-side assignor).
+    pub protocol: Option<String>,
+    pub leader: Option<String>,
+    pub members: Vec<MemberView>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MemberView {
+    pub member_id: String,
+    pub instance_id: Option<String>,
+    pub client_id: String,
+    pub client_host: String,
+    pub assignment: Vec<TopicPartitions>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TopicPartitions {
+    pub topic: String,
+    pub partitions: Vec<i32>,
+}
+
+/// The view of a group with no membership record (offsets only).
+pub fn offsets_only() -> GroupView {
+    GroupView {
+        kind: "offsets".into(),
+        state: "Empty".into(),
+        generation: 0,
+        protocol: None,
+        leader: None,
+        members: Vec::new(),
+    }
+}
+
+/// The view of `state`; `names` gives a topic id's name (KIP-848 records
+/// name topics by id).
+pub fn view(state: &GroupState, names: &BTreeMap<TopicUuid, String>) -> GroupView {
+    let decoded = match state.kind.as_str() {
+        record::KIND => classic(&state.data),
+        _ => consumer::decode_state(&state.data).map(|g| kip848(&g, names)),
+    };
+    decoded.unwrap_or_else(|| GroupView {
+        kind: state.kind.clone(),
+        state: "unreadable".into(),
+        ..offsets_only()
+    })
+}
+
+fn classic(data: &[u8]) -> Option<GroupView> {
+    let g = record::decode(data, tokio::time::Instant::now()).ok()?;
+    let consumer = g.protocol_type == "consumer";
+    let members = g
+        .members
+        .values()
+        .map(|m| MemberView {
+            member_id: m.id.clone(),
+            instance_id: m.instance_id.clone(),
+            client_id: m.client_id.clone(),
+            client_host: m.client_host.clone(),
+            assignment: if consumer {
+                consumer_assignment(&m.assignment).unwrap_or_default()
+            } else {
+                Vec::new()
+            },
+        })
+        .collect::<Vec<_>>();
+    Some(GroupView {
+        kind: record::KIND.into(),
+        state: if members.is_empty() { "Empty" } else { "Stable" }.into(),
+        generation: g.generation,
+        protocol: g.protocol,
+        leader: g.leader,
+        members,
+    })
+}
+
+/// A `ConsumerProtocolAssignment` (any version): the topics and partitions
+/// before the user data. Bounded like any decoder: counts are checked
+/// against the bytes left.
+pub fn consumer_assignment(b: &Bytes) -> DecodeResult<Vec<TopicPartitions>> {
+    if b.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut r = Reader::new(b.clone());
+    let _version = r.i16()?;
+    let topics = r.array_len(2 + 4)?;
+    let mut out = Vec::with_capacity(topics);
+    for _ in 0..topics {
+        let topic = r.string()?;
+        let n = r.array_len(4)?;
+        let mut partitions = Vec::with_capacity(n);
+        for _ in 0..n {
+            partitions.push(r.i32()?);
+        }
+        out.push(TopicPartitions { topic, partitions });
+    }
+    Ok(out)
+}
+
+fn kip848(g: &consumer::GroupState, names: &BTreeMap<TopicUuid, String>) -> GroupView {
+    let members = g
+        .members
+        .values()
+        .map(|m| MemberView {
+            member_id: m.id.clone(),
+            instance_id: m.instance_id.clone(),
+            client_id: m.client_id.clone(),
+            client_host: m.client_host.clone(),
+            assignment: m
+                .assigned
+                .iter()
+                .map(|(id, parts)| TopicPartitions {
+                    topic: names.get(id).cloned().unwrap_or_else(|| id.to_string()),
+                    partitions: parts.iter().copied().collect(),
+                })
+                .collect(),
+        })
+        .collect();
+    GroupView {
+        kind: "consumer".into(),
+        state: g.state_name().into(),
+        generation: g.group_epoch,
+        protocol: Some(g.assignor().into()),
+        leader: None,
+        members,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kafka::wire::Writer;
+
+    fn assignment(topics: &[(&str, &[i32])]) -> Bytes {
+        let mut w = Writer::default();
+        w.i16(1);
+        w.array_len(topics.len());
+        for (t, ps) in topics {
+            w.string(t);
+            w.array_len(ps.len());
+            for p in *ps {
+                w.i32(*p);
+            }
+        }
+        w.i32(-1); // user data: null
+        w.buf.to_vec().into()
+    }
+
+    #[test]
+    fn a_consumer_assignment_decodes_to_its_topics_and_partitions() {
+        let b = assignment(&[("orders", &[0, 2]), ("audit", &[1])]);
+        let got = consumer_assignment(&b).unwrap();
+        assert_eq!(
+            got,
+            vec![
+                TopicPartitions { topic: "orders".into(), partitions: vec![0, 2] },
+                TopicPartitions { topic: "audit".into(), partitions: vec![1] },
+            ]
+        );
+        assert_eq!(consumer_assignment(&Bytes::new()).unwrap(), vec![]);
+    }
+
+    #[test]
+    fn a_truncated_or_oversized_assignment_is_an_error_not_a_panic() {
+        let b = assignment(&[("orders", &[0, 1, 2])]);
+        for cut in 1..b.len() - 4 {
+            assert!(consumer_assignment(&b.slice(..cut)).is_err(), "cut at {cut}");
+        }
+        let mut w = Writer::default();
+        w.i16(0);
+        w.i32(i32::MAX);
+        assert!(consumer_assignment(&w.buf.to_vec().into()).is_err());
+    }
+
+    #[test]
+    fn an_unreadable_record_is_shown_as_such() {
+        let v = view(
+            &GroupState { kind: "classic".into(), version: 3, data: b"junk".to_vec() },
+            &BTreeMap::new(),
+        );
+        assert_eq!(v.state, "unreadable");
+        assert_eq!(v.kind, "classic");
+        assert!(v.members.is_empty());
+    }
+}
