@@ -46,9 +46,19 @@ fn the_console_shows_the_cluster_and_keeps_each_tokens_scopes_in_a_real_browser(
     }
     let dir = tempfile::tempdir().unwrap();
     let flags = ["--flush-interval-sec", "2", "--node-timeout-sec", "4"];
+    // n2 hands its streams over for up to 5 s when it is told to stop, so
+    // the page served from it can say it is shutting down.
+    let slow_stop = [&flags[..], &["--shutdown-drain-sec", "5"]].concat();
     let nodes: Vec<Server> = ["n1", "n2", "n3"]
         .iter()
-        .map(|id| Server::start(id, dir.path(), free_port(), &flags))
+        .map(|id| {
+            Server::start(
+                id,
+                dir.path(),
+                free_port(),
+                if *id == "n2" { &slow_stop } else { &flags },
+            )
+        })
         .collect();
     let auth_dir = tempfile::tempdir().unwrap();
     let admin_file = auth_dir.path().join("admin-token");
@@ -69,6 +79,9 @@ fn the_console_shows_the_cluster_and_keeps_each_tokens_scopes_in_a_real_browser(
         .env("CONSOLE_BOOTSTRAP", bootstrap.join(","))
         .env("CONSOLE_KILL_PID", nodes[2].child.id().to_string())
         .env("CONSOLE_KILL_NODE", &nodes[2].node_id)
+        .env("CONSOLE_SECOND_URL", &nodes[1].url)
+        .env("CONSOLE_SECOND_NODE", &nodes[1].node_id)
+        .env("CONSOLE_SECOND_PID", nodes[1].child.id().to_string())
         .env("CONSOLE_NODE_TIMEOUT_MS", NODE_TIMEOUT_MS.to_string())
         .env("CONSOLE_HEARTBEAT_MS", "1000")
         .env("CONSOLE_AUTH_URL", &guarded.url)
@@ -96,9 +109,16 @@ fn the_console_shows_the_cluster_and_keeps_each_tokens_scopes_in_a_real_browser(
         for n in nodes.iter().chain([&guarded]) {
             let log = n.log();
             let tail: Vec<_> = log.lines().rev().take(15).collect();
-            eprintln!("--- {} log tail:\n{}", n.node_id, tail.into_iter().rev().collect::<Vec<_>>().join("\n"));
+            eprintln!(
+                "--- {} log tail:\n{}",
+                n.node_id,
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            );
         }
-        panic!("the browser test failed ({status}):\n{}", String::from_utf8_lossy(&out.stderr));
+        panic!(
+            "the browser test failed ({status}):\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     assert!(stdout.contains("step done"), "{stdout}");
     // How long after the fence was applied the page showed it (one refresh

@@ -73,7 +73,10 @@ pub async fn describe_one(
     for m in &mut view.members {
         m.assignment.retain(|a| caller.sees(&a.topic));
     }
-    let visible: Vec<_> = committed.into_iter().filter(|o| caller.allows(Op::Read, &o.topic)).collect();
+    let visible: Vec<_> = committed
+        .into_iter()
+        .filter(|o| caller.allows(Op::Read, &o.topic))
+        .collect();
     let ends = futures::future::join_all(visible.iter().map(|o| end_offset(&state, &o.topic, o.partition))).await;
     let offsets = visible
         .into_iter()

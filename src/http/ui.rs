@@ -110,7 +110,11 @@ mod tests {
 
     #[tokio::test]
     async fn the_page_and_its_assets_are_served_with_a_policy_that_keeps_them_on_this_origin() {
-        for (path, ty) in [("/ui", "text/html"), ("/ui/app.js", "text/javascript"), ("/ui/app.css", "text/css")] {
+        for (path, ty) in [
+            ("/ui", "text/html"),
+            ("/ui/app.js", "text/javascript"),
+            ("/ui/app.css", "text/css"),
+        ] {
             let r = get(path, false).await;
             assert_eq!(r.status(), StatusCode::OK, "{path}");
             assert!(r.headers()[header::CONTENT_TYPE].to_str().unwrap().starts_with(ty));

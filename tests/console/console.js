@@ -90,6 +90,16 @@ async function main() {
     (await page.locator('#partition-table td:text("open")').count()) === 3);
   await shot(page, 'topic');
 
+  step('transfer a partition from the page');
+  const owner = async () => (await page.textContent('#partition-table tr[data-partition="2"] td:nth-child(2)')).trim();
+  const from = await owner();
+  const target = ['n1', 'n2', 'n3'].find((n) => n !== from);
+  await page.selectOption('select[data-to="2"]', target);
+  await page.click('button[data-transfer="2"]');
+  const moved = Date.now();
+  await until(`partition 2 owned by ${target}`, async () => (await owner()) === target, 30000);
+  measure('transfer shown ms', Date.now() - moved);
+
   step('live tail');
   await page.goto(`${URL_}/ui#/p/${TOPIC}/0`);
   await page.click('#tail-toggle');
@@ -187,7 +197,23 @@ async function main() {
   if (fencedAfter > bound) throw new Error(`fenced shown after ${fencedAfter} ms, over ${bound}`);
   await shot(page, 'overview-fenced');
 
-  if (outside.length) throw new Error(`requests outside the node: ${outside.join(', ')}`);
+  step('drain the node a second page is served from');
+  const second = await open(browser, process.env.CONSOLE_SECOND_URL);
+  await second.page.goto(`${process.env.CONSOLE_SECOND_URL}/ui`);
+  const me = process.env.CONSOLE_SECOND_NODE;
+  await second.page.click(`#node-table button[data-drain="${me}"]`);
+  await second.page.waitForSelector('#banner[data-reason="drained"]:not([hidden])', { timeout: 10000 });
+  await until('the drained node marked draining', async () =>
+    (await page.getAttribute(`#node-table tr[data-node="${me}"]`, 'data-status')) === 'draining');
+  await shot(second.page, 'drained-banner');
+
+  step('shut the second page\'s node down (SIGTERM)');
+  process.kill(Number(process.env.CONSOLE_SECOND_PID), 'SIGTERM');
+  await second.page.waitForSelector('#banner[data-reason="draining"]:not([hidden])', { timeout: 10000 });
+  await shot(second.page, 'shutdown-banner');
+  await second.page.waitForSelector('#banner[data-reason="unreachable"]:not([hidden])', { timeout: 20000 });
+
+  for (const o of [outside, second.outside]) if (o.length) throw new Error(`requests outside the node: ${o.join(', ')}`);
   measure('requests outside the node', 0);
 
   step('auth: a read-only token cannot delete a topic');
@@ -219,6 +245,14 @@ async function main() {
   await a.page.click('a[data-nav="overview"]');
   await a.page.waitForSelector('#nodes p.err');
   if (!(await a.page.textContent('#nodes')).includes('forbidden')) throw new Error('a read-only token saw /admin/nodes');
+  step('revoke the read-only token from the page');
+  await a.page.click('#signout');
+  await a.page.fill('#token', process.env.CONSOLE_ADMIN_TOKEN);
+  await a.page.click('#login button');
+  await a.page.click('a[data-nav="admin"]');
+  await a.page.click('#token-table button[data-revoke]');
+  await until('the viewer refused', async () =>
+    (await fetch(`${AUTH_URL}/v1/topics`, { headers: { authorization: `Bearer ${viewerToken}` } })).status === 401);
   if (a.outside.length) throw new Error(`requests outside the node: ${a.outside.join(', ')}`);
 
   await browser.close();

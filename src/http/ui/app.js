@@ -95,18 +95,29 @@ async function checkNode() {
     const r = await fetch('/ready');
     const s = await r.json();
     $('#whoami').textContent = `served by ${s.node_id} (epoch ${s.epoch})`;
-    if (s.ready) { b.hidden = true; return; }
+    if (s.ready && !(await drained(s.node_id))) { b.hidden = true; return; }
+    const reason = s.ready ? 'drained' : s.reason;
     const why = { fenced: 'is fenced: it no longer owns anything and its answers may be stale',
-      shutting_down: 'is shutting down', draining: 'is draining: its streams are moving to other nodes',
-      starting: 'is starting' }[s.reason] || ('is not ready (' + s.reason + ')');
+      shutting_down: 'is shutting down', draining: 'is shutting down: its streams are being handed to other nodes',
+      drained: 'is drained: placement avoids it and its streams move to other nodes; it still serves and forwards',
+      starting: 'is starting' }[reason] || ('is not ready (' + reason + ')');
     b.textContent = `This node (${s.node_id}) ${why}. Open the console on another node.`;
-    b.dataset.reason = s.reason || '';
+    b.dataset.reason = reason || '';
     b.hidden = false;
   } catch (e) {
     b.textContent = 'This node does not answer: it may have stopped. Open the console on another node.';
     b.dataset.reason = 'unreachable';
     b.hidden = false;
   }
+}
+
+// Whether an admin drained this node (only a token that may list nodes can tell).
+async function drained(me) {
+  try {
+    const r = await fetch('/admin/nodes', { headers: token() ? { authorization: 'Bearer ' + token() } : {} });
+    if (!r.ok) return false;
+    return (await r.json()).nodes.some((n) => n.node_id === me && n.draining);
+  } catch (_) { return false; }
 }
 
 function showLogin(show) { $('#login').hidden = !show; }

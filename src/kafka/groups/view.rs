@@ -178,8 +178,14 @@ mod tests {
         assert_eq!(
             got,
             vec![
-                TopicPartitions { topic: "orders".into(), partitions: vec![0, 2] },
-                TopicPartitions { topic: "audit".into(), partitions: vec![1] },
+                TopicPartitions {
+                    topic: "orders".into(),
+                    partitions: vec![0, 2]
+                },
+                TopicPartitions {
+                    topic: "audit".into(),
+                    partitions: vec![1]
+                },
             ]
         );
         assert_eq!(consumer_assignment(&Bytes::new()).unwrap(), vec![]);
@@ -200,7 +206,11 @@ mod tests {
     #[test]
     fn an_unreadable_record_is_shown_as_such() {
         let v = view(
-            &GroupState { kind: "classic".into(), version: 3, data: b"junk".to_vec() },
+            &GroupState {
+                kind: "classic".into(),
+                version: 3,
+                data: b"junk".to_vec(),
+            },
             &BTreeMap::new(),
         );
         assert_eq!(v.state, "unreadable");
