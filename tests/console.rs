@@ -146,7 +146,7 @@ fn measured<'a>(stdout: &'a str, name: &str) -> Option<&'a str> {
 /// `HH:MM:SS.fff...` at the start of `t` (a log or ISO timestamp after its
 /// `T`) in seconds since midnight.
 fn seconds_of_day(t: &str) -> Option<f64> {
-    let mut parts = t.get(..t.find(|c: char| c == 'Z' || c == ' ')?)?.split(':');
+    let mut parts = t.get(..t.find(['Z', ' '])?)?.split(':');
     let h: f64 = parts.next()?.parse().ok()?;
     let m: f64 = parts.next()?.parse().ok()?;
     let s: f64 = parts.next()?.parse().ok()?;

@@ -5,8 +5,9 @@
 //! layer (length caps before and after login, the request byte budgets),
 //! HTTP append bodies
 //! (through the router), WAL segments and fence markers, data-object
-//! footers, record batches, SASL/SCRAM messages, and metadata-log entries
-//! and snapshots.
+//! footers, record batches, SASL/SCRAM messages, metadata-log entries
+//! and snapshots, and consumer-group assignments and records as the console
+//! decodes them.
 //!
 //! Each target gets arbitrary bytes and mutations of valid encodings
 //! (bytes flipped to extremes, truncated, extended, spliced). The only
@@ -1108,6 +1109,46 @@ fn record_batches_decode_or_fail_without_panicking() {
         let _ = decode_records("batch", b);
         let _ = decode_marker("batch", b);
     });
+}
+
+/// What the console shows of a group: the assignment bytes a classic
+/// group's leader sent (client bytes) and the membership records of both
+/// kinds, decoded by `kafka::groups::view`.
+#[test]
+fn group_views_decode_or_fail_without_panicking() {
+    use sluice::api::GroupState;
+    use sluice::kafka::groups::view::{consumer_assignment, view};
+    let mut w = Writer::default();
+    w.i16(1);
+    w.array_len(2);
+    for (t, ps) in [("orders", &[0, 2][..]), ("audit", &[1][..])] {
+        w.string(t);
+        w.array_len(ps.len());
+        for p in ps {
+            w.i32(*p);
+        }
+    }
+    w.i32(-1);
+    let assignment = w.buf.to_vec();
+    let consumer = br#"{"version":1,"group_id":"g","group_epoch":2,"assignment_epoch":2,"members":{},"target":{},"subscribed_meta":{}}"#;
+    let names = std::collections::BTreeMap::new();
+    fuzz(
+        "group view",
+        vec![assignment, consumer.to_vec(), b"SCG\x01".to_vec()],
+        |b| {
+            let _ = consumer_assignment(&Bytes::copy_from_slice(b));
+            for kind in ["classic", "consumer"] {
+                let _ = view(
+                    &GroupState {
+                        kind: kind.into(),
+                        version: 1,
+                        data: b.to_vec(),
+                    },
+                    &names,
+                );
+            }
+        },
+    );
 }
 
 #[test]

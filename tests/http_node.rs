@@ -293,3 +293,105 @@ async fn a_long_poll_on_a_stream_not_yet_placed_waits_instead_of_spinning() {
         started.elapsed()
     );
 }
+
+#[tokio::test]
+async fn a_read_by_time_starts_at_the_first_record_at_or_after_it() {
+    let (_node, url) = serve(&[]).await;
+    let client = reqwest::Client::new();
+    create_and_wait(&client, &url, "t", 1).await;
+    let records: Vec<Value> = [1000, 2000, 3000]
+        .iter()
+        .map(|ts| json!({"value": format!("at {ts}"), "timestamp": ts}))
+        .collect();
+    let body = json!({ "records": records });
+    let r = client
+        .post(format!("{url}/v1/topics/t/partitions/0/records"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+    let read = |q: &'static str| {
+        let client = client.clone();
+        let url = url.clone();
+        async move {
+            let r = client
+                .get(format!("{url}/v1/topics/t/partitions/0/records?{q}"))
+                .send()
+                .await
+                .unwrap();
+            (r.status().as_u16(), r.json::<Value>().await.unwrap())
+        }
+    };
+    for (q, first) in [
+        ("timestamp=1500", Some(1)),
+        ("timestamp=1000", Some(0)),
+        ("timestamp=0", Some(0)),
+        ("timestamp=3000", Some(2)),
+    ] {
+        let (status, body) = read(q).await;
+        assert_eq!(status, 200, "{q}: {body}");
+        assert_eq!(body["records"][0]["offset"].as_u64(), first, "{q}: {body}");
+    }
+    let (status, body) = read("timestamp=3001").await;
+    assert_eq!((status, body["records"].as_array().unwrap().len()), (200, 0), "{body}");
+    assert_eq!(body["next_offset"], 3, "past the last record: at the end");
+    let (status, body) = read("timestamp=1500&offset=0").await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (400, Some("invalid_request")),
+        "{body}"
+    );
+    let (status, body) = read("timestamp=soon").await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (400, Some("invalid_request")),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn a_group_shows_its_committed_offsets_and_their_lag() {
+    use sluice::api::{GroupOffset, GroupOffsets};
+    let (node, url) = serve(&[]).await;
+    let client = reqwest::Client::new();
+    create_and_wait(&client, &url, "t", 1).await;
+    append(&client, &url, &(0..5).map(|i| format!("v{i}")).collect::<Vec<_>>()).await;
+    let committed = GroupOffset {
+        topic: "t".into(),
+        partition: 0,
+        offset: 3,
+        metadata: None,
+    };
+    node.commit_offsets("billing", vec![committed]).await.unwrap();
+
+    let list: Value = client
+        .get(format!("{url}/v1/groups"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        list,
+        json!({"groups": [{"group": "billing", "kind": "offsets", "state": "Empty", "members": 0}]})
+    );
+    let g: Value = client
+        .get(format!("{url}/v1/groups/billing"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        g["offsets"],
+        json!([{"topic": "t", "partition": 0, "committed": 3, "end_offset": 5, "lag": 2}]),
+        "{g}"
+    );
+    assert_eq!(g["members"], json!([]));
+    let r = client.get(format!("{url}/v1/groups/nobody")).send().await.unwrap();
+    assert_eq!(r.status(), 404);
+    assert_eq!(r.json::<Value>().await.unwrap()["error"]["code"], "not_found");
+}

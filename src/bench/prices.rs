@@ -179,6 +179,36 @@ pub fn parse_requests(text: &str) -> Requests {
 mod tests {
     use super::*;
 
+    /// The console's cost chart (`src/http/ui/app.js`) prices requests with
+    /// its own copy of this table: they must agree.
+    #[test]
+    fn the_console_prices_requests_as_this_table_does() {
+        let js = include_str!("../http/ui/app.js");
+        let line = js
+            .lines()
+            .find(|l| l.starts_with("const PRICE = "))
+            .expect("PRICE in app.js");
+        let price = |key: &str| -> f64 {
+            let at = line
+                .find(&format!("{key}: "))
+                .unwrap_or_else(|| panic!("{key} in {line}"))
+                + key.len()
+                + 2;
+            let expr: String = line[at..].chars().take_while(|c| *c != ',' && *c != '}').collect();
+            let (a, b) = expr.split_once('/').expect("a / b");
+            a.trim().parse::<f64>().unwrap() / b.trim().parse::<f64>().unwrap()
+        };
+        for (key, want) in [
+            ("put", S3_STANDARD.put),
+            ("get", S3_STANDARD.get),
+            ("ddbWrite", DYNAMODB_WRITE_UNIT),
+            ("ddbRead", DYNAMODB_READ_UNIT),
+        ] {
+            let got = price(key);
+            assert!((got - want).abs() <= want * 1e-12, "{key}: console {got}, table {want}");
+        }
+    }
+
     const TEXT: &str = "\
 sluice_object_store_requests_total{store=\"wal\",op=\"put\",outcome=\"ok\"} 1000
 sluice_object_store_requests_total{store=\"wal\",op=\"put\",outcome=\"error\"} 24
