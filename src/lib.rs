@@ -41,11 +41,13 @@
 //!   placement, expiry, retention, GC) over a narrow `cluster::Context`;
 //!   it never imports `node`.
 //! - [`config`]: every flag and its validation.
-//! - [`http`], [`cli`], [`server`], [`bench`]: the HTTP front door, the client
-//!   commands, `sluice serve`, and the load generator.
+//! - [`http`], [`cli`], [`server`], [`bench`]: the HTTP front door (with the
+//!   browser console under `/ui`, `http/ui/`), the client commands, `sluice
+//!   serve`, and the load generator.
 //! - [`kafka`]: the Kafka front door: the listener and dispatch in
 //!   `kafka/mod.rs`, one module per request family (`produce`, `fetch`,
-//!   `metadata`, `list_offsets`, `producer_ids`, `leader_epoch`, groups,
+//!   `metadata`, `list_offsets`, `producer_ids`, `leader_epoch`, groups
+//!   (and `groups::view`, a group as the console shows it),
 //!   admin, `delete_records`, `offset_delete`, `describe_producers`, the
 //!   transaction coordinator `txn_coordinator` and its wire `txn_proto`),
 //!   bounded framing and request budgets in `kafka::framing`, and

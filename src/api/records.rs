@@ -117,3 +117,39 @@ pub async fn last_stable(records: &dyn Records, topic: &str, partition: u32, hw:
         .await?;
     Ok(read.last_stable)
 }
+
+/// The first record with a timestamp at or after `ts` (Kafka's ListOffsets
+/// by timestamp, and HTTP reads by time): (its timestamp, its
+/// offset), or (-1, -1) when there is none. Scans batch headers from the
+/// start, decoding only the batch that holds the answer.
+pub async fn offset_for_timestamp(
+    records: &dyn Records,
+    topic: &str,
+    partition: u32,
+    start: Offset,
+    ts: i64,
+) -> ApiResult<(i64, i64)> {
+    let mut from = start;
+    loop {
+        let read = records
+            .read_batches(topic, partition, from, 1 << 20, Duration::ZERO, false)
+            .await?;
+        if read.batches.is_empty() {
+            return Ok((-1, -1));
+        }
+        for b in &read.batches {
+            let info = crate::batch::parse_batch("stored batch", b)
+                .map_err(|e| super::ApiError::new(super::ErrorCode::Internal, e.to_string()))?;
+            if info.max_timestamp >= ts && info.end_offset() > from {
+                if let Ok(records) = crate::batch::decode_records("stored batch", b) {
+                    if let Some((o, r)) = records.iter().find(|(o, r)| *o >= from && r.timestamp_ms >= ts) {
+                        return Ok((r.timestamp_ms, o.get() as i64));
+                    }
+                } else {
+                    return Ok((info.max_timestamp, info.base_offset.max(from).get() as i64));
+                }
+            }
+            from = from.max(info.end_offset());
+        }
+    }
+}

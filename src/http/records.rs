@@ -461,6 +461,6 @@ async fn offset_at_time(state: &AppState, topic: &str, p: u32, ts: i64) -> HttpR
         .partition_info
         .get(p as usize)
         .map_or(Offset(0), |i| i.start_offset);
-    let (_, offset) = crate::kafka::list_offsets::offset_for_timestamp(&state.engine, topic, p, start, ts).await?;
+    let (_, offset) = crate::api::offset_for_timestamp(state.engine.records.as_ref(), topic, p, start, ts).await?;
     Ok(u64::try_from(offset).map_or(ReadFrom::End, |o| ReadFrom::At(Offset(o))))
 }

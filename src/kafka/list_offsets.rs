@@ -84,7 +84,16 @@ pub(super) async fn list_offsets(
                 LATEST => Ok((-1, info.end_offset.get() as i64)),
                 LATEST_TIERED => Ok((-1, -1)),
                 MAX_TIMESTAMP => max_timestamp(engine, &topic, info.partition, info.start_offset).await,
-                ts => offset_for_timestamp(engine, &topic, info.partition, info.start_offset, ts).await,
+                ts => {
+                    crate::api::offset_for_timestamp(
+                        engine.records.as_ref(),
+                        &topic,
+                        info.partition,
+                        info.start_offset,
+                        ts,
+                    )
+                    .await
+                }
             };
             answers.push(match found {
                 Ok((found_ts, offset)) => ListOffsetsPartitionResponse {
@@ -106,42 +115,6 @@ pub(super) async fn list_offsets(
 async fn last_stable(engine: &Services, topic: &str, partition: u32, hw: Offset) -> Result<(i64, i64), ApiError> {
     let stable = crate::api::last_stable(engine.records.as_ref(), topic, partition, hw).await?;
     Ok((-1, stable.get() as i64))
-}
-
-/// The first record with a timestamp at or after `ts`: (its timestamp, its
-/// offset), or (-1, -1) when there is none. Scans batch headers from the
-/// start, decoding only the batch that holds the answer.
-pub async fn offset_for_timestamp(
-    engine: &Services,
-    topic: &str,
-    partition: u32,
-    start: Offset,
-    ts: i64,
-) -> Result<(i64, i64), ApiError> {
-    let mut from = start;
-    loop {
-        let read = engine
-            .records
-            .read_batches(topic, partition, from, 1 << 20, Duration::ZERO, false)
-            .await?;
-        if read.batches.is_empty() {
-            return Ok((-1, -1));
-        }
-        for b in &read.batches {
-            let info = crate::batch::parse_batch("stored batch", b)
-                .map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?;
-            if info.max_timestamp >= ts && info.end_offset() > from {
-                if let Ok(records) = crate::batch::decode_records("stored batch", b) {
-                    if let Some((o, r)) = records.iter().find(|(o, r)| *o >= from && r.timestamp_ms >= ts) {
-                        return Ok((r.timestamp_ms, o.get() as i64));
-                    }
-                } else {
-                    return Ok((info.max_timestamp, info.base_offset.max(from).get() as i64));
-                }
-            }
-            from = from.max(info.end_offset());
-        }
-    }
 }
 
 /// The record with the largest timestamp (the first of equals, as Kafka):

@@ -52,7 +52,7 @@ pub mod group_proto;
 pub mod groups;
 pub mod header;
 pub mod leader_epoch;
-pub mod list_offsets;
+mod list_offsets;
 pub mod log_dirs;
 mod metadata;
 pub mod offset_delete;

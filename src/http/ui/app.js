@@ -351,7 +351,7 @@ const pages = {
             const src = m.fork ? (streams.find((s) => s.name === m.fork.source)?.config.durable.path || m.fork.source) + ' @ ' + m.fork.offset : '';
             const exp = m.expires_at_ms ? when(m.expires_at_ms) : m.ttl_secs ? `${m.ttl_secs} s after last use (${when(m.touched_ms + m.ttl_secs * 1000)})` : 'never';
             return `<tr><td class="mono">${esc(m.path)}${m.deleted ? ' <span class="err">deleted, kept for forks</span>' : ''}</td><td>${esc(m.content_type)}</td>
-              <td class="num">${d.partition_info[0]?.end_offset ?? '—'}</td><td class="mono">${esc(src)}</td>
+              <td class="num">${streamEnd(d)}</td><td class="mono">${esc(src)}</td>
               <td class="mono">${esc((forks[d.name] || []).join(', '))}</td><td>${esc(exp)}</td><td>${m.closed_at != null ? 'at ' + m.closed_at : ''}</td></tr>`;
           }).join('') + '</tbody></table>';
       } catch (e) { html = failure(e); }
@@ -439,6 +439,16 @@ const pages = {
     refresh();
   },
 };
+
+// A stream's end offset as its readers count: a fork's own records follow
+// what it inherits (its topic's offset 0 is the fork point, plus one for a
+// partial record).
+function streamEnd(d) {
+  const own = d.partition_info[0]?.end_offset;
+  if (own == null) return '—';
+  const f = d.config.durable.fork;
+  return f ? f.offset + (f.partial != null ? 1 : 0) + own : own;
+}
 
 // ---- records -------------------------------------------------------------------
 
