@@ -118,6 +118,14 @@ async function main() {
   if (seen - acked > 1000) throw new Error(`the record reached the tail ${seen - acked} ms after its acknowledgement`);
   const shown = await page.textContent(`#tail tr[data-offset="${offset}"]`);
   if (!shown.includes('k-42') || !shown.includes('"order":42') || !shown.includes('source=kafkajs')) throw new Error(`tail row: ${shown}`);
+  // Record bytes are shown as text, never as markup.
+  const hostile = '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>';
+  const [h] = await producer.send({ topic: TOPIC, acks: -1, messages: [{ partition: 0, key: '<b>k</b>', value: hostile }] });
+  await page.waitForSelector(`#tail tr[data-offset="${h.baseOffset}"]`, { timeout: 5000 });
+  const row = await page.textContent(`#tail tr[data-offset="${h.baseOffset}"]`);
+  if (!row.includes(hostile) || !row.includes('<b>k</b>')) throw new Error(`markup not shown as text: ${row}`);
+  if ((await page.evaluate(() => window.__xss)) !== undefined) throw new Error('a record value ran as script');
+  if ((await page.locator('#tail img, #tail b, #tail script').count()) !== 0) throw new Error('a record value became markup');
   await page.selectOption('#browse select[name="format"]', 'json');
   await page.click('#browse button[type="submit"]');
   await page.waitForSelector('#record-table tr[data-offset]');
@@ -139,7 +147,7 @@ async function main() {
     await until(`${expect} records consumed`, async () => got >= expect, 30000);
     return consumer;
   };
-  let consumer = await consume(31);
+  let consumer = await consume(32);
   await page.click('a[data-nav="groups"]');
   await until('the group at lag 0', async () => (await page.getAttribute(`#group-table tr[data-group="${GROUP}"]`, 'data-lag')) === '0', 30000);
   await page.click(`a[href="#/group/${GROUP}"]`);
