@@ -393,5 +393,5 @@ async fn a_group_shows_its_committed_offsets_and_their_lag() {
     assert_eq!(g["members"], json!([]));
     let r = client.get(format!("{url}/v1/groups/nobody")).send().await.unwrap();
     assert_eq!(r.status(), 404);
-    assert_eq!(r.json::<Value>().await.unwrap()["error"]["code"], "not_found");
+    assert_eq!(r.json::<Value>().await.unwrap()["error"]["code"], "group_not_found");
 }

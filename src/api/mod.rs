@@ -63,6 +63,8 @@ pub enum ErrorCode {
     TopicNotFound,
     PartitionNotFound,
     TokenNotFound,
+    /// A consumer group with neither members nor committed offsets.
+    GroupNotFound,
     NotFound,
     /// Creating something that exists.
     TopicExists,
@@ -87,7 +89,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, for parsing.
-    pub const ALL: [ErrorCode; 21] = [
+    pub const ALL: [ErrorCode; 22] = [
         ErrorCode::InvalidRequest,
         ErrorCode::InvalidTopicName,
         ErrorCode::InvalidPartitionCount,
@@ -98,6 +100,7 @@ impl ErrorCode {
         ErrorCode::TopicNotFound,
         ErrorCode::PartitionNotFound,
         ErrorCode::TokenNotFound,
+        ErrorCode::GroupNotFound,
         ErrorCode::NotFound,
         ErrorCode::TopicExists,
         ErrorCode::AuthOff,
@@ -123,6 +126,7 @@ impl ErrorCode {
             ErrorCode::TopicNotFound => "topic_not_found",
             ErrorCode::PartitionNotFound => "partition_not_found",
             ErrorCode::TokenNotFound => "token_not_found",
+            ErrorCode::GroupNotFound => "group_not_found",
             ErrorCode::NotFound => "not_found",
             ErrorCode::TopicExists => "topic_exists",
             ErrorCode::AuthOff => "auth_off",

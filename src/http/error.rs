@@ -34,9 +34,11 @@ pub fn status_for(code: ErrorCode) -> StatusCode {
         | ErrorCode::InvalidJson => StatusCode::BAD_REQUEST,
         ErrorCode::Unauthenticated => StatusCode::UNAUTHORIZED,
         ErrorCode::Forbidden => StatusCode::FORBIDDEN,
-        ErrorCode::TopicNotFound | ErrorCode::PartitionNotFound | ErrorCode::TokenNotFound | ErrorCode::NotFound => {
-            StatusCode::NOT_FOUND
-        }
+        ErrorCode::TopicNotFound
+        | ErrorCode::PartitionNotFound
+        | ErrorCode::TokenNotFound
+        | ErrorCode::GroupNotFound
+        | ErrorCode::NotFound => StatusCode::NOT_FOUND,
         ErrorCode::TopicExists | ErrorCode::AuthOff => StatusCode::CONFLICT,
         ErrorCode::RecordTooLarge | ErrorCode::RequestTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
         ErrorCode::OffsetOutOfRange => StatusCode::RANGE_NOT_SATISFIABLE,
@@ -78,6 +80,7 @@ mod tests {
             (TopicNotFound, 404),
             (PartitionNotFound, 404),
             (TokenNotFound, 404),
+            (GroupNotFound, 404),
             (NotFound, 404),
             (TopicExists, 409),
             (AuthOff, 409),

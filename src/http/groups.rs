@@ -67,7 +67,7 @@ pub async fn describe_one(
     let committed = g.committed_offsets(&group);
     let known = !committed.is_empty() || g.group_state_version(&group) > 0;
     if !known {
-        return Err(ApiError::new(ErrorCode::NotFound, format!("no consumer group {group:?}")).into());
+        return Err(ApiError::new(ErrorCode::GroupNotFound, format!("no consumer group {group:?}")).into());
     }
     let mut view = describe(&state, &group, &topic_names(&state));
     for m in &mut view.members {

@@ -170,7 +170,7 @@ fn group_paths() -> Value {
                             "lag": { "type": "integer", "nullable": true },
                             "error": { "type": "string" } } } }
                     } } } } },
-                "404": error_response("not_found: no such group")
+                "404": error_response("group_not_found")
             }
         } }
     })
@@ -440,7 +440,7 @@ fn topic_schemas() -> Value {
                     "code": { "type": "string", "enum": [
                         "invalid_request", "invalid_topic_name", "invalid_partition_count", "invalid_offset",
                         "invalid_json", "unauthenticated", "forbidden", "topic_not_found", "partition_not_found",
-                        "token_not_found", "not_found", "topic_exists", "auth_off", "record_too_large", "request_too_large",
+                        "token_not_found", "group_not_found", "not_found", "topic_exists", "auth_off", "record_too_large", "request_too_large",
                         "offset_out_of_range", "throttled", "unavailable", "internal"] },
                     "message": { "type": "string" },
                     "retryable": { "type": "boolean" },
