@@ -395,3 +395,23 @@ async fn a_group_shows_its_committed_offsets_and_their_lag() {
     assert_eq!(r.status(), 404);
     assert_eq!(r.json::<Value>().await.unwrap()["error"]["code"], "group_not_found");
 }
+
+#[tokio::test]
+async fn a_nodes_metrics_are_served_through_any_node_and_an_unknown_node_is_not_found() {
+    let (_node, url) = serve(&[]).await;
+    let client = reqwest::Client::new();
+    let r = client
+        .get(format!("{url}/admin/nodes/n1/metrics"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(r.text().await.unwrap().contains("sluice_"), "its own metrics");
+    let r = client
+        .get(format!("{url}/admin/nodes/n9/metrics"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    assert_eq!(r.json::<Value>().await.unwrap()["error"]["code"], "not_found");
+}

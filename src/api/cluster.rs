@@ -23,6 +23,11 @@ pub trait Cluster: Send + Sync + 'static {
     /// Mark a node draining: placement avoids it and its streams move away.
     async fn drain(&self, node: &str) -> ApiResult<()>;
 
+    /// A node's Prometheus metrics (this node's own, or another's asked over
+    /// HTTP), so one page can show every node: `not_found` for a node that
+    /// is not registered, `unavailable` when it does not answer in time.
+    async fn node_metrics(&self, node: &str) -> ApiResult<String>;
+
     /// Bring this node's view of the metadata up to everything committed so
     /// far (bounded wait), so a read follows a change made through another
     /// node. False when that could not be done in time: an absence in the

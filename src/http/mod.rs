@@ -12,7 +12,8 @@
 //!   parses a JSON append body, `records_out` writes read answers; `encoding`:
 //!   record bytes in JSON as UTF-8 or base64.
 //! - `sse`: `subscribe`, records as server-sent events.
-//! - `ops`: `/health`, `/ready`, `/metrics`, `/admin/nodes`.
+//! - `ops`: `/health`, `/ready`, `/metrics`, `/admin/nodes` (and each
+//!   node's metrics through this one).
 //! - [`auth`]: who may call each route (`--auth on`), checked before the handler.
 //! - `tokens`: `/v1/tokens`, issue, list, revoke.
 //! - `groups`: `/v1/groups`, consumer groups with members, assignments and
@@ -74,6 +75,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/ready"),
     ("GET", "/metrics"),
     ("GET", "/admin/nodes"),
+    ("GET", "/admin/nodes/{node}/metrics"),
     ("POST", "/admin/nodes/{node}/drain"),
     ("POST", "/admin/streams/{topic}/{partition}/transfer"),
     ("GET", "/openapi.json"),
@@ -99,6 +101,7 @@ fn handler(method: &str, path: &str) -> MethodRouter<Shared> {
         ("GET", "/ready") => get(ops::ready),
         ("GET", "/metrics") => get(ops::metrics),
         ("GET", "/admin/nodes") => get(ops::nodes),
+        ("GET", "/admin/nodes/{node}/metrics") => get(ops::node_metrics),
         ("POST", "/admin/nodes/{node}/drain") => post(ops::drain),
         ("POST", "/admin/streams/{topic}/{partition}/transfer") => post(ops::transfer),
         ("GET", "/openapi.json") => get(openapi::serve),

@@ -199,6 +199,15 @@ fn operations_paths() -> Value {
             "summary": "Cluster nodes and the lease holder",
             "responses": { "200": json_response("nodes", "Nodes") }
         }},
+        "/admin/nodes/{node}/metrics": { "get": {
+            "summary": "A node's Prometheus metrics, fetched through this node (the console shows every node from one page)",
+            "parameters": [{ "name": "node", "in": "path", "required": true, "schema": { "type": "string" } }],
+            "responses": {
+                "200": { "description": "Prometheus text format", "content": { "text/plain": { "schema": { "type": "string" } } } },
+                "404": error_response("not_found: no such node"),
+                "503": error_response("unavailable: the node is fenced or did not answer within 2 s")
+            }
+        }},
         "/admin/nodes/{node}/drain": { "post": {
             "summary": "Drain a node: placement avoids it and its streams are transferred away",
             "parameters": [{ "name": "node", "in": "path", "required": true, "schema": { "type": "string" } }],

@@ -36,6 +36,17 @@ pub async fn nodes(State(state): State<Shared>) -> impl IntoResponse {
     Json(state.engine.cluster.nodes())
 }
 
+/// `GET /admin/nodes/{node}/metrics`: any node's Prometheus text through
+/// this one, so a page served here can show every node without calling
+/// another origin.
+pub async fn node_metrics(State(state): State<Shared>, Path(node): Path<String>) -> HttpResult<impl IntoResponse> {
+    let text = state.engine.cluster.node_metrics(&node).await?;
+    Ok((
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        text,
+    ))
+}
+
 /// `POST /admin/nodes/{node}/drain` → 202: placement avoids the node and its
 /// streams are transferred away.
 pub async fn drain(State(state): State<Shared>, Path(node): Path<String>) -> HttpResult<StatusCode> {

@@ -366,6 +366,10 @@ impl Cluster for Scoped<dyn Cluster> {
         self.need_cluster_admin()?;
         self.inner.drain(node).await
     }
+    async fn node_metrics(&self, node: &str) -> ApiResult<String> {
+        self.need_cluster_admin()?;
+        self.inner.node_metrics(node).await
+    }
     async fn sync_metadata(&self) -> bool {
         self.inner.sync_metadata().await
     }

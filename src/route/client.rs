@@ -154,7 +154,34 @@ impl Forwarder {
     }
 }
 
+/// Most bytes of another node's `/metrics` read for the console.
+pub const MAX_METRICS_BYTES: usize = 4 << 20;
+
 impl Forwarder {
+    /// Another node's `/metrics` text (an open route: no credential), within
+    /// 2 s and [`MAX_METRICS_BYTES`]; `unavailable` otherwise.
+    pub async fn metrics(&self, addr: &str) -> ApiResult<String> {
+        let down = |e: String| ApiError::unavailable(format!("node at {addr}: {e}"));
+        let mut resp = self
+            .client
+            .get(self.url(addr, "/metrics"))
+            .timeout(Duration::from_secs(2))
+            .send()
+            .await
+            .map_err(|e| down(e.to_string()))?;
+        if !resp.status().is_success() {
+            return Err(down(format!("/metrics answered {}", resp.status())));
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = resp.chunk().await.map_err(|e| down(e.to_string()))? {
+            if body.len() + chunk.len() > MAX_METRICS_BYTES {
+                return Err(down(format!("/metrics is over {MAX_METRICS_BYTES} bytes")));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        String::from_utf8(body).map_err(|_| down("/metrics is not UTF-8".into()))
+    }
+
     fn url(&self, addr: &str, path: &str) -> String {
         format!("{}://{addr}{path}", self.scheme)
     }

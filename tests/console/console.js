@@ -75,6 +75,10 @@ async function main() {
   const sizes = await page.evaluate(() => performance.getEntriesByType('navigation').concat(performance.getEntriesByType('resource'))
     .filter((e) => e.name.includes('/ui')).map((e) => [e.name.replace(location.origin, ''), e.transferSize, e.decodedBodySize]));
   for (const [name, transfer, decoded] of sizes) measure(`transfer ${name}`, `${transfer} ${decoded}`);
+  // Every node's WAL backlog, the others' fetched through n1.
+  for (const n of ['n1', 'n2', 'n3']) {
+    await until(`${n}'s WAL backlog`, async () => /^\d+(\.\d)? (B|KiB|MiB)$/.test(await page.textContent(`#node-table td[data-backlog="${n}"]`)));
+  }
   measure('transfer total', sizes.reduce((s, x) => s + x[1], 0));
   await shot(page, 'overview');
 
@@ -185,6 +189,10 @@ async function main() {
   }
   await until('a chart with points', async () => (await page.locator('svg.chart polyline').count()) >= 7);
   await shot(page, 'charts');
+  // Another node's charts, through this one.
+  await page.selectOption('#chart-node', 'n2');
+  await until("n2's charts", async () => (await page.locator('svg.chart polyline').count()) >= 7 &&
+    !(await page.textContent('#cards')).includes('appended: —'));
   await producer.disconnect();
 
   step('kill -9 a node');

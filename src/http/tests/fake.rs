@@ -594,6 +594,11 @@ impl Cluster for FakeEngine {
         }
     }
 
+    /// One process: every node's metrics are this one's.
+    async fn node_metrics(&self, _node: &str) -> ApiResult<String> {
+        Ok(crate::telemetry::render())
+    }
+
     async fn live_reads_ended(&self) {
         let mut rx = self.ended.subscribe();
         let _ = rx.wait_for(|ended| *ended).await;

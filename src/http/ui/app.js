@@ -137,22 +137,30 @@ const pages = {
         metrics = parseMetrics(text);
         const me = $('#whoami').textContent.split(' ')[2];
         html = `<table id="node-table"><thead><tr><th>node</th><th>status</th><th class="num">epoch</th>
-          <th class="num">heartbeats</th><th>lease</th><th class="num">streams owned</th><th class="num">WAL backlog</th>
+          <th class="num">heartbeats</th><th>lease</th><th class="num">streams owned</th><th class="num" title="acknowledged, not yet in data objects">WAL backlog</th>
           <th>HTTP</th><th>Kafka</th><th></th></tr></thead><tbody>` +
           n.nodes.map((x) => {
             const status = x.fenced ? 'fenced' : x.draining ? 'draining' : x.live ? 'live' : 'dead';
-            const backlog = x.node_id === me ? bytes(sum(metrics, 'sluice_buffered_bytes')) : '<span class="muted">on that node</span>';
+            const backlog = x.node_id === me ? bytes(sum(metrics, 'sluice_buffered_bytes')) : '…';
             return `<tr class="${status}" data-node="${esc(x.node_id)}" data-status="${status}">
               <td class="mono">${esc(x.node_id)}</td><td class="status ${status}">${status}</td>
               <td class="num">${x.epoch}</td><td class="num">${x.heartbeats}</td>
               <td>${n.lease_holder === x.node_id ? 'holder' : ''}</td><td class="num">${x.open_streams}</td>
-              <td class="num">${backlog}</td><td class="mono">${esc(x.http_addr)}</td><td class="mono">${esc(x.kafka_addr)}</td>
+              <td class="num" data-backlog="${esc(x.node_id)}">${status === 'live' || status === 'draining' ? backlog : '—'}</td><td class="mono">${esc(x.http_addr)}</td><td class="mono">${esc(x.kafka_addr)}</td>
               <td>${status === 'live' ? `<button data-drain="${esc(x.node_id)}">drain</button>` : ''}</td></tr>`;
           }).join('') + '</tbody></table>' +
           `<p class="muted">Refreshed ${new Date().toLocaleTimeString()} every ${REFRESH_MS / 1000} s. A node is fenced once the others have counted enough of their own heartbeats without one of its.</p>`;
       } catch (e) { html = failure(e); }
       if (mine !== page) return;
       $('#nodes').innerHTML = html;
+      // Every other node's WAL backlog, through this node (its metrics):
+      // filled in as each answers, so a silent node delays nothing else.
+      for (const cell of document.querySelectorAll('#node-table td[data-backlog]')) {
+        if (cell.textContent !== '…') continue;
+        get(`/admin/nodes/${enc(cell.dataset.backlog)}/metrics`)
+          .then((text) => { cell.textContent = bytes(sum(parseMetrics(text), 'sluice_buffered_bytes')); })
+          .catch((e) => { cell.textContent = e.code === 'unavailable' ? 'no answer' : e.code; });
+      }
       if (metrics.length) {
         const m = metrics;
         $('#self').innerHTML = `<table><tbody>
@@ -361,11 +369,21 @@ const pages = {
 
   // #/charts : rates, ack latency, object-store requests and their cost, from /metrics.
   async charts() {
-    view().innerHTML = `<h1>Charts <span class="muted">(this node, from /metrics, every ${REFRESH_MS / 1000} s)</span></h1><div class="cards" id="cards"></div>`;
-    const series = { append: [], read: [], p50: [], p99: [], puts: [], gets: [], cost: [] };
+    view().innerHTML = `<h1>Charts <span class="muted">(from each node's /metrics, every ${REFRESH_MS / 1000} s)</span></h1>
+      <form class="inline"><label>node<select id="chart-node"><option value="">this node</option></select></label></form>
+      <div class="cards" id="cards"></div>`;
+    const empty = () => ({ append: [], read: [], p50: [], p99: [], puts: [], gets: [], cost: [] });
+    let series = empty();
     let last = null;
+    const pick = $('#chart-node');
+    get('/admin/nodes').then((n) => {
+      for (const x of n.nodes.filter((x) => !x.fenced)) pick.insertAdjacentHTML('beforeend', `<option>${esc(x.node_id)}</option>`);
+    }).catch(() => { pick.disabled = true; pick.title = 'listing nodes needs admin on *'; });
+    pick.onchange = () => { series = empty(); last = null; };
     every(async (mine) => {
-      const m = parseMetrics(await get('/metrics'));
+      const from = pick.value;
+      const m = parseMetrics(await get(from ? `/admin/nodes/${enc(from)}/metrics` : '/metrics'));
+      if (from !== pick.value) return;
       const now = { t: performance.now(), m };
       if (last) {
         const dt = (now.t - last.t) / 1000;

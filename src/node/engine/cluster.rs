@@ -59,6 +59,24 @@ impl Cluster for Node {
         Node::live_reads_ended(self).await
     }
 
+    async fn node_metrics(&self, node: &str) -> ApiResult<String> {
+        if node == self.id.as_str() {
+            return Ok(crate::telemetry::render());
+        }
+        let addr = {
+            let view = self.meta.view();
+            let row = view
+                .nodes
+                .get(&crate::ids::NodeId::new(node))
+                .ok_or_else(|| ApiError::new(ErrorCode::NotFound, format!("node {node:?} is not registered")))?;
+            if row.fenced {
+                return Err(ApiError::unavailable(format!("node {node:?} is fenced")));
+            }
+            row.http_addr.clone()
+        };
+        self.router().metrics(&addr).await
+    }
+
     async fn transfer(&self, topic: &str, partition: u32, to: &str) -> ApiResult<()> {
         let stream = self.resolve(topic, partition)?;
         self.check_meta_reachable()?;
