@@ -269,6 +269,47 @@ async fn wait_until(log: &Log, what: &str, timeout: Duration, mut f: impl FnMut(
     }
 }
 
+/// Wait until the members have read every record produced; on a timeout
+/// say which are missing, per partition, against what the partition holds
+/// (a consumer stuck behind a moved partition, or records not stored).
+async fn every_record(c: &Cluster, log: &Log) {
+    let total = FIRST + SECOND;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while (distinct(log) as u64) < total {
+        if Instant::now() >= deadline {
+            let seen: BTreeSet<String> = events(log, None, "record")
+                .iter()
+                .map(|s| s.event["v"].as_str().unwrap().to_string())
+                .collect();
+            let missing: Vec<u64> = (0..total).filter(|i| !seen.contains(&format!("m{i}"))).collect();
+            let d: Value = c
+                .client
+                .get(format!("{}/v1/topics/{TOPIC}", c.urls()[0]))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap_or_default();
+            for p in 0..PARTITIONS as u64 {
+                let here: Vec<_> = missing.iter().filter(|i| *i % PARTITIONS as u64 == p).collect();
+                eprintln!(
+                    "partition {p}: {} missing (first {:?}); stored: {}",
+                    here.len(),
+                    &here[..here.len().min(10)],
+                    d["partition_info"][p as usize]
+                );
+            }
+            let members: BTreeSet<String> = log.lock().unwrap().iter().map(|s| s.member.clone()).collect();
+            for m in members {
+                eprintln!("{m}: {} records", events(log, Some(&m), "record").len());
+            }
+            panic!("timed out waiting for every record: {} of {total} read", seen.len());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// Records `from..from + n` over HTTP, through the first node of `urls`
 /// and on to the next whenever an append fails (a node may be killed
 /// while this runs).
@@ -513,10 +554,7 @@ async fn scenario(family: Family, opts: MemberOpts, kill_coordinator: bool) {
     c.nodes.sort_by_key(|n| n.node_id == victim);
     c.kill(&victim);
     producer.await.unwrap();
-    wait_until(&log, "every record", Duration::from_secs(120), || {
-        distinct(&log) as u64 == FIRST + SECOND
-    })
-    .await;
+    every_record(&c, &log).await;
     // Let the last commits land.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     a.leave().await;
