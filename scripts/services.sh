@@ -153,19 +153,23 @@ pip_target() {
         --target "$SVC/python" "$@" >&2
 }
 
-# The Durable Streams conformance suite version installed, if any.
-ds_suite_version() {
-    NODE_PATH="$NPM_PREFIX/node_modules" node -p 'require("@durable-streams/server-conformance-tests/package.json").version' 2>/dev/null
+# The version of npm package $1 installed under $NPM_PREFIX, if any.
+npm_version() {
+    NODE_PATH="$NPM_PREFIX/node_modules" node -p "require(\"$1/package.json\").version" 2>/dev/null
 }
 
-# The playwright-core version installed under $NPM_PREFIX, if any.
-playwright_version() {
-    NODE_PATH="$NPM_PREFIX/node_modules" node -p 'require("playwright-core/package.json").version' 2>/dev/null
-}
-
-# The kafkajs version installed under $NPM_PREFIX, if any.
-kafkajs_version() {
-    NODE_PATH="$NPM_PREFIX/node_modules" node -p 'require("kafkajs/package.json").version' 2>/dev/null
+# Install npm package $1 at exactly version $2 under $NPM_PREFIX, unless it
+# is there already; fail if it is not loadable afterwards.
+npm_pinned() {
+    local pkg=$1 version=$2
+    if [[ $(npm_version "$pkg") == "$version" ]]; then
+        say "$pkg $version: already installed"
+        return
+    fi
+    say "npm install $pkg@$version into $NPM_PREFIX"
+    mkdir -p "$NPM_PREFIX"
+    npm install --prefix "$NPM_PREFIX" --no-audit --no-fund --loglevel=error "$pkg@$version" >&2
+    [[ $(npm_version "$pkg") == "$version" ]] || die "$pkg installed but not loadable from $NPM_PREFIX"
 }
 
 boto3_ok() {
@@ -239,37 +243,13 @@ cmd_install() {
             py_has "$mod" || die "$pkg installed but not importable"
         fi
     done
-    if [[ $(kafkajs_version) == "$KAFKAJS_VERSION" ]]; then
-        say "kafkajs $KAFKAJS_VERSION: already installed"
-    else
-        say "npm install kafkajs@$KAFKAJS_VERSION into $NPM_PREFIX"
-        mkdir -p "$NPM_PREFIX"
-        npm install --prefix "$NPM_PREFIX" --no-audit --no-fund --loglevel=error \
-            "kafkajs@$KAFKAJS_VERSION" >&2
-        [[ $(kafkajs_version) == "$KAFKAJS_VERSION" ]] || die "kafkajs installed but not loadable from $NPM_PREFIX"
-    fi
+    npm_pinned kafkajs "$KAFKAJS_VERSION"
     # The Durable Streams conformance suite (tests/durable_streams_conformance.rs;
     # it brings @durable-streams/client, used by tests/durable_streams_cross.rs).
     # vitest skips test files under node_modules, so the suite's files are
     # copied to $NPM_PREFIX/ds-conformance, where its imports still resolve.
-    if [[ $(ds_suite_version) == "$DS_SUITE_VERSION" ]]; then
-        say "durable streams conformance suite $DS_SUITE_VERSION: already installed"
-    else
-        say "npm install @durable-streams/server-conformance-tests@$DS_SUITE_VERSION into $NPM_PREFIX"
-        mkdir -p "$NPM_PREFIX"
-        npm install --prefix "$NPM_PREFIX" --no-audit --no-fund --loglevel=error \
-            "@durable-streams/server-conformance-tests@$DS_SUITE_VERSION" >&2
-        [[ $(ds_suite_version) == "$DS_SUITE_VERSION" ]] || die "conformance suite installed but not loadable from $NPM_PREFIX"
-    fi
-    if [[ $(playwright_version) == "$PLAYWRIGHT_VERSION" ]]; then
-        say "playwright-core $PLAYWRIGHT_VERSION: already installed"
-    else
-        say "npm install playwright-core@$PLAYWRIGHT_VERSION into $NPM_PREFIX"
-        mkdir -p "$NPM_PREFIX"
-        npm install --prefix "$NPM_PREFIX" --no-audit --no-fund --loglevel=error \
-            "playwright-core@$PLAYWRIGHT_VERSION" >&2
-        [[ $(playwright_version) == "$PLAYWRIGHT_VERSION" ]] || die "playwright-core installed but not loadable from $NPM_PREFIX"
-    fi
+    npm_pinned @durable-streams/server-conformance-tests "$DS_SUITE_VERSION"
+    npm_pinned playwright-core "$PLAYWRIGHT_VERSION"
     rm -rf "$NPM_PREFIX/ds-conformance"
     mkdir -p "$NPM_PREFIX/ds-conformance"
     cp "$NPM_PREFIX"/node_modules/@durable-streams/server-conformance-tests/dist/*.js "$NPM_PREFIX/ds-conformance/"
