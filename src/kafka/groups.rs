@@ -810,8 +810,9 @@ impl Groups {
         if state.kind != record::KIND {
             return None;
         }
-        match record::decode(&state.data, now) {
-            Ok(mut g) => {
+        match record::decode(&state.data) {
+            Ok(stored) => {
+                let mut g = stored.into_group(now);
                 g.stored = Stored {
                     version: state.version,
                     bytes: Some(state.data.clone()),

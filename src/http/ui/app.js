@@ -328,7 +328,7 @@ const pages = {
           <h2>Members</h2>` + (g.members.length === 0 ? '<p class="muted">none</p>' :
           `<table id="member-table"><thead><tr><th>member</th><th>client</th><th>host</th><th>assigned</th></tr></thead><tbody>` +
           g.members.map((m) => `<tr><td class="mono">${esc(m.member_id)}${m.member_id === g.leader ? ' (leader)' : ''}</td><td>${esc(m.client_id)}</td>
-            <td>${esc(m.client_host)}</td><td>${m.assignment.map((a) => esc(a.topic) + ' ' + a.partitions.join(',')).join('; ') || '—'}</td></tr>`).join('') +
+            <td>${esc(m.client_host)}</td><td>${m.assignment_error ? '<span class="muted">' + esc(m.assignment_error) + '</span>' : m.assignment.map((a) => esc(a.topic) + ' ' + a.partitions.join(',')).join('; ') || '—'}</td></tr>`).join('') +
           '</tbody></table>') +
           `<h2>Committed offsets</h2><table id="offset-table"><thead><tr><th>topic</th><th class="num">partition</th><th class="num">committed</th>
             <th class="num">high watermark</th><th class="num">lag</th></tr></thead><tbody>` +

@@ -66,9 +66,74 @@ fn duration(v: i32) -> Duration {
     Duration::from_millis(u64::try_from(v).unwrap_or(0))
 }
 
-/// The group a record holds: Stable with its members (each with a fresh
-/// session from `now`), or Empty without any.
-pub fn decode(data: &[u8], now: Instant) -> DecodeResult<Group> {
+/// A classic group's record as stored: everything a group holds except
+/// session deadlines, which only a coordinator's clock can give.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    pub protocol_type: String,
+    pub protocol: Option<String>,
+    pub generation: i32,
+    pub leader: Option<String>,
+    pub members: Vec<StoredMember>,
+}
+
+/// One member as a record keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredMember {
+    pub id: String,
+    pub instance_id: Option<String>,
+    pub client_id: String,
+    pub client_host: String,
+    pub session_timeout: Duration,
+    pub rebalance_timeout: Duration,
+    pub protocols: Vec<(String, Bytes)>,
+    pub assignment: Bytes,
+}
+
+impl Record {
+    /// The group a coordinator loads: Stable with its members (each with
+    /// a fresh session from `now`), or Empty without any.
+    pub fn into_group(self, now: Instant) -> Group {
+        let members: BTreeMap<String, Member> = self
+            .members
+            .into_iter()
+            .map(|m| {
+                let member = Member {
+                    id: m.id.clone(),
+                    instance_id: m.instance_id,
+                    client_id: m.client_id,
+                    client_host: m.client_host,
+                    session_timeout: m.session_timeout,
+                    rebalance_timeout: m.rebalance_timeout,
+                    protocols: m.protocols,
+                    assignment: m.assignment,
+                    deadline: now + m.session_timeout,
+                    joined: false,
+                };
+                (m.id, member)
+            })
+            .collect();
+        let phase = if members.is_empty() {
+            Phase::Empty
+        } else {
+            Phase::Stable
+        };
+        Group {
+            generation: self.generation,
+            phase,
+            protocol_type: self.protocol_type,
+            protocol: self.protocol,
+            leader: self.leader,
+            members,
+            pending: BTreeMap::new(),
+            stored: Default::default(),
+        }
+    }
+}
+
+/// The record `data` holds. Members come in id order, as they were
+/// written; a member id given twice is refused.
+pub fn decode(data: &[u8]) -> DecodeResult<Record> {
     let mut r = Reader::new(Bytes::copy_from_slice(data));
     let magic = r.bytes_exact(3)?;
     if magic.as_ref() != MAGIC {
@@ -83,7 +148,8 @@ pub fn decode(data: &[u8], now: Instant) -> DecodeResult<Group> {
     let generation = r.i32()?;
     let leader = r.nullable_string()?;
     let n = r.array_len(2 + 2 + 2 + 2 + 4 + 4 + 4 + 4)?;
-    let mut members = BTreeMap::new();
+    let mut members: Vec<StoredMember> = Vec::with_capacity(n);
+    let mut ids = std::collections::BTreeSet::new();
     for _ in 0..n {
         let id = r.string()?;
         let instance_id = r.nullable_string()?;
@@ -99,37 +165,27 @@ pub fn decode(data: &[u8], now: Instant) -> DecodeResult<Group> {
             protocols.push((name, meta));
         }
         let assignment = r.nullable_bytes()?.unwrap_or_default();
-        members.insert(
-            id.clone(),
-            Member {
-                id,
-                instance_id,
-                client_id,
-                client_host,
-                session_timeout,
-                rebalance_timeout,
-                protocols,
-                assignment,
-                deadline: now + session_timeout,
-                joined: false,
-            },
-        );
+        if !ids.insert(id.clone()) {
+            return refuse(&r, format!("member {id} given twice"));
+        }
+        members.push(StoredMember {
+            id,
+            instance_id,
+            client_id,
+            client_host,
+            session_timeout,
+            rebalance_timeout,
+            protocols,
+            assignment,
+        });
     }
     r.expect_end()?;
-    let phase = if members.is_empty() {
-        Phase::Empty
-    } else {
-        Phase::Stable
-    };
-    Ok(Group {
-        generation,
-        phase,
+    Ok(Record {
         protocol_type,
         protocol,
+        generation,
         leader,
         members,
-        pending: BTreeMap::new(),
-        stored: Default::default(),
     })
 }
 
@@ -161,7 +217,7 @@ mod tests {
             },
         );
         let later = now + Duration::from_secs(100);
-        let back = decode(&encode(&g), later).unwrap();
+        let back = decode(&encode(&g)).unwrap().into_group(later);
         assert_eq!((back.generation, back.phase), (7, Phase::Stable));
         assert_eq!(back.leader.as_deref(), Some("m1"));
         let m = &back.members["m1"];
@@ -170,7 +226,7 @@ mod tests {
         assert_eq!(m.deadline, later + Duration::from_secs(10));
         assert_eq!(encode(&back), encode(&g));
         g.members.clear();
-        assert_eq!(decode(&encode(&g), now).unwrap().phase, Phase::Empty);
+        assert_eq!(decode(&encode(&g)).unwrap().into_group(now).phase, Phase::Empty);
     }
 
     #[test]
@@ -178,12 +234,33 @@ mod tests {
         let g = Group::new("consumer");
         let good = encode(&g);
         for cut in 0..good.len() {
-            assert!(decode(&good[..cut], Instant::now()).is_err());
+            assert!(decode(&good[..cut]).is_err());
         }
         let mut huge = good.clone();
         let n = huge.len();
         huge[n - 4..].copy_from_slice(&i32::MAX.to_be_bytes());
-        assert!(decode(&huge, Instant::now()).is_err());
-        assert!(decode(b"XYZ\x01", Instant::now()).is_err());
+        assert!(decode(&huge).is_err());
+        assert!(decode(b"XYZ\x01").is_err());
+    }
+
+    #[test]
+    fn a_record_naming_a_member_twice_is_refused() {
+        let mut g = Group::new("consumer");
+        let member = |id: &str| Member {
+            id: id.into(),
+            instance_id: None,
+            client_id: "c".into(),
+            client_host: "/h".into(),
+            session_timeout: Duration::from_secs(10),
+            rebalance_timeout: Duration::from_secs(30),
+            protocols: Vec::new(),
+            assignment: Bytes::new(),
+            deadline: Instant::now(),
+            joined: false,
+        };
+        g.members.insert("a".into(), member("a"));
+        g.members.insert("b".into(), member("a"));
+        let e = decode(&encode(&g)).unwrap_err();
+        assert!(e.message.contains("given twice"), "{e:?}");
     }
 }

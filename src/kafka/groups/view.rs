@@ -37,6 +37,10 @@ pub struct MemberView {
     pub client_id: String,
     pub client_host: String,
     pub assignment: Vec<TopicPartitions>,
+    /// Why the member's assignment could not be read (a classic
+    /// assignment is bytes the group's leader wrote); absent when it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub assignment_error: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -72,21 +76,18 @@ pub fn view(state: &GroupState, names: &BTreeMap<TopicUuid, String>) -> GroupVie
 }
 
 fn classic(data: &[u8]) -> Option<GroupView> {
-    let g = record::decode(data, tokio::time::Instant::now()).ok()?;
+    let g = record::decode(data).ok()?;
     let consumer = g.protocol_type == "consumer";
     let members = g
         .members
-        .values()
-        .map(|m| MemberView {
-            member_id: m.id.clone(),
-            instance_id: m.instance_id.clone(),
-            client_id: m.client_id.clone(),
-            client_host: m.client_host.clone(),
-            assignment: if consumer {
-                consumer_assignment(&m.assignment).unwrap_or_default()
+        .iter()
+        .map(|m| {
+            let assignment = if consumer {
+                consumer_assignment(&m.assignment).map_err(|e| format!("unreadable assignment: {e}"))
             } else {
-                Vec::new()
-            },
+                Ok(Vec::new())
+            };
+            member(&m.id, &m.instance_id, &m.client_id, &m.client_host, assignment)
         })
         .collect::<Vec<_>>();
     Some(GroupView {
@@ -97,6 +98,27 @@ fn classic(data: &[u8]) -> Option<GroupView> {
         leader: g.leader,
         members,
     })
+}
+
+fn member(
+    id: &str,
+    instance_id: &Option<String>,
+    client_id: &str,
+    client_host: &str,
+    assignment: Result<Vec<TopicPartitions>, String>,
+) -> MemberView {
+    let (assignment, assignment_error) = match assignment {
+        Ok(a) => (a, None),
+        Err(e) => (Vec::new(), Some(e)),
+    };
+    MemberView {
+        member_id: id.to_owned(),
+        instance_id: instance_id.clone(),
+        client_id: client_id.to_owned(),
+        client_host: client_host.to_owned(),
+        assignment,
+        assignment_error,
+    }
 }
 
 /// A `ConsumerProtocolAssignment` (any version): the topics and partitions
@@ -126,19 +148,16 @@ fn kip848(g: &consumer::GroupState, names: &BTreeMap<TopicUuid, String>) -> Grou
     let members = g
         .members
         .values()
-        .map(|m| MemberView {
-            member_id: m.id.clone(),
-            instance_id: m.instance_id.clone(),
-            client_id: m.client_id.clone(),
-            client_host: m.client_host.clone(),
-            assignment: m
+        .map(|m| {
+            let assignment = m
                 .assigned
                 .iter()
                 .map(|(id, parts)| TopicPartitions {
                     topic: names.get(id).cloned().unwrap_or_else(|| id.to_string()),
                     partitions: parts.iter().copied().collect(),
                 })
-                .collect(),
+                .collect();
+            member(&m.id, &m.instance_id, &m.client_id, &m.client_host, Ok(assignment))
         })
         .collect();
     GroupView {
@@ -216,5 +235,54 @@ mod tests {
         assert_eq!(v.state, "unreadable");
         assert_eq!(v.kind, "classic");
         assert!(v.members.is_empty());
+    }
+
+    #[test]
+    fn a_classic_member_whose_assignment_does_not_decode_says_so() {
+        let mut g = super::super::Group::new("consumer");
+        g.generation = 3;
+        let member = |id: &str, assignment: Bytes| super::super::Member {
+            id: id.into(),
+            instance_id: None,
+            client_id: "c".into(),
+            client_host: "/h".into(),
+            session_timeout: std::time::Duration::from_secs(10),
+            rebalance_timeout: std::time::Duration::from_secs(30),
+            protocols: Vec::new(),
+            assignment,
+            deadline: tokio::time::Instant::now(),
+            joined: false,
+        };
+        g.members
+            .insert("good".into(), member("good", assignment(&[("orders", &[1])])));
+        g.members
+            .insert("junk".into(), member("junk", Bytes::from_static(b"\x00\x01\x7f")));
+        let v = view(
+            &GroupState {
+                kind: record::KIND.into(),
+                version: 1,
+                data: record::encode(&g),
+            },
+            &BTreeMap::new(),
+        );
+        assert_eq!((v.state.as_str(), v.generation), ("Stable", 3));
+        let good = &v.members[0];
+        assert_eq!(
+            (good.member_id.as_str(), good.assignment_error.as_deref()),
+            ("good", None)
+        );
+        assert_eq!(good.assignment[0].partitions, vec![1]);
+        let junk = &v.members[1];
+        assert_eq!(junk.member_id, "junk");
+        assert!(junk.assignment.is_empty());
+        assert!(
+            junk.assignment_error
+                .as_deref()
+                .unwrap()
+                .starts_with("unreadable assignment"),
+            "{junk:?}"
+        );
+        let json = serde_json::to_value(good).unwrap();
+        assert!(json.get("assignment_error").is_none(), "{json}");
     }
 }
