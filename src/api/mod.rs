@@ -35,7 +35,7 @@ mod topics;
 pub use cluster::Cluster;
 pub use group_offsets::GroupOffsets;
 pub use producer_ids::{FinishTurn, FinishTurns, ProducerIds, TxnAnswer, TxnRequest, TxnSummary};
-pub use records::{last_stable, offset_for_timestamp, MarkerOf, Records};
+pub use records::{high_watermark, last_stable, offset_for_timestamp, MarkerOf, Records};
 pub use services::Services;
 pub use tokens::Tokens;
 pub use topics::Topics;

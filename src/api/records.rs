@@ -4,7 +4,7 @@
 //! where a leader epoch ended, moving a partition's start (Kafka's
 //! DeleteRecords), and the idempotent producers a partition remembers.
 
-use super::{ApiResult, Appended, BatchRead, ProducerState, ReadRequest, ReadResult};
+use super::{ApiResult, Appended, BatchRead, ProducerState, ReadFrom, ReadRequest, ReadResult};
 use crate::batch::Record;
 use crate::ids::{Offset, StreamEpoch};
 use crate::meta::writers::{DsAppend, DsWrite};
@@ -106,6 +106,20 @@ pub trait Records: Send + Sync + 'static {
     /// producer id (Kafka's DescribeProducers). Never forwarded:
     /// `unavailable` when another node owns it.
     async fn producers(&self, topic: &str, partition: u32) -> ApiResult<Vec<ProducerState>>;
+}
+
+/// A partition's high watermark, as its owner answers a read of nothing
+/// at its end (forwarded by the front door if another node owns it).
+pub async fn high_watermark(records: &dyn Records, topic: &str, partition: u32) -> ApiResult<Offset> {
+    let req = ReadRequest {
+        from: ReadFrom::End,
+        limit: 1,
+        max_bytes: 1,
+        wait: Duration::ZERO,
+        committed: false,
+        consistency: Default::default(),
+    };
+    Ok(records.read(topic, partition, req).await?.high_watermark)
 }
 
 /// A partition's last stable offset, as a committed read at its high

@@ -10,7 +10,7 @@
 use super::auth::Caller;
 use super::error::HttpResult;
 use super::Shared;
-use crate::api::{ApiError, ErrorCode, ReadFrom, ReadRequest};
+use crate::api::{ApiError, ErrorCode};
 use crate::auth::Op;
 use crate::kafka::groups::view::{self, GroupView};
 use axum::extract::{Extension, Path, State};
@@ -19,7 +19,6 @@ use axum::Json;
 use serde::Serialize;
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::Duration;
 
 /// Every group, with its kind, state and member count.
 pub async fn list(State(state): State<Shared>) -> impl IntoResponse {
@@ -77,13 +76,18 @@ pub async fn describe_one(
         .into_iter()
         .filter(|o| caller.allows(Op::Read, &o.topic))
         .collect();
-    let ends = futures::future::join_all(visible.iter().map(|o| end_offset(&state, &o.topic, o.partition))).await;
+    let ends = futures::future::join_all(
+        visible
+            .iter()
+            .map(|o| crate::api::high_watermark(&*state.engine.records, &o.topic, o.partition)),
+    )
+    .await;
     let offsets = visible
         .into_iter()
         .zip(ends)
         .map(|(o, end)| {
             let (end_offset, error) = match end {
-                Ok(e) => (Some(e), None),
+                Ok(e) => (Some(e.0), None),
                 Err(e) => (None, Some(e.message)),
             };
             OffsetLag {
@@ -114,18 +118,4 @@ fn describe(state: &Shared, group: &str, topics: &BTreeMap<crate::ids::TopicUuid
         Some(s) => view::view(&s, topics),
         None => view::offsets_only(),
     }
-}
-
-/// The high watermark of a partition, from its owner (forwarded if need be).
-async fn end_offset(state: &Shared, topic: &str, partition: u32) -> Result<u64, ApiError> {
-    let req = ReadRequest {
-        from: ReadFrom::End,
-        limit: 1,
-        max_bytes: 1,
-        wait: Duration::ZERO,
-        committed: false,
-        consistency: Default::default(),
-    };
-    let r = state.engine.records.read(topic, partition, req).await?;
-    Ok(r.high_watermark.0)
 }

@@ -182,8 +182,15 @@ pub async fn list(State(state): State<Shared>, Extension(caller): Extension<Call
 /// node owns the partition).
 pub async fn describe(State(state): State<Shared>, Path(topic): Path<String>) -> HttpResult<impl IntoResponse> {
     let d = state.engine.topics.describe_topic(&topic)?;
-    let sizes = state.engine.topics.partition_bytes(&topic).unwrap_or_default();
     let mut v = serde_json::to_value(&d).map_err(|e| ApiError::new(ErrorCode::Internal, e.to_string()))?;
+    let sizes = match state.engine.topics.partition_bytes(&topic) {
+        Ok(sizes) => sizes,
+        Err(e) => {
+            tracing::warn!(%topic, error = %e.message, "partition sizes unknown");
+            v["bytes_error"] = json!(e.message);
+            Vec::new()
+        }
+    };
     if let Some(parts) = v["partition_info"].as_array_mut() {
         for (i, p) in parts.iter_mut().enumerate() {
             p["bytes"] = json!(sizes.get(i).copied());
