@@ -45,15 +45,7 @@ async fn all_open(node: &Node, topic: &str) -> bool {
     let partitions = node.meta.view().topics[topic].partitions;
     let deadline = Instant::now() + Duration::from_secs(20);
     for p in 0..partitions {
-        let tail = || ReadRequest {
-            from: ReadFrom::End,
-            limit: 1,
-            max_bytes: 1,
-            wait: Duration::ZERO,
-            committed: false,
-            consistency: Default::default(),
-        };
-        while node.read(topic, p, tail()).await.is_err() {
+        while sluice::api::high_watermark(node, topic, p).await.is_err() {
             if Instant::now() > deadline {
                 return false;
             }
