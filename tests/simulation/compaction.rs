@@ -210,14 +210,15 @@ fn check_read(sim: &Sim, who: &str, p: u32, from: ReadFrom, r: &ReadResult) {
 /// After healing: one more update per compacted partition must be
 /// acknowledged.
 pub async fn final_append(sim: &Sim, p: u32) -> Result<(), String> {
-    let kv = Kv {
-        key: Bytes::from_static(b"key-final"),
-        value: Some(Bytes::from(format!("{}-kv-final-{p}", sim.seed))),
-    };
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut last = String::new();
+    let mut attempt = 0;
     while Instant::now() < deadline {
         if let Some(node) = sim.settled_owner_of(sim.kv_stream(p)) {
+            let kv = Kv {
+                key: Bytes::from_static(b"key-final"),
+                value: Some(final_value(sim, &format!("kv-final-{p}"), &mut attempt, &last)),
+            };
             match timeout(APPEND_TIMEOUT, node.append(KV_TOPIC, p, vec![keyed(&kv, sim.ms())])).await {
                 Ok(Ok(a)) => {
                     let who = format!("final ack by {} {}", node.id, node.epoch);

@@ -957,11 +957,12 @@ async fn wal_diagnosis(sim: &Sim) -> String {
 
 /// After healing: one more append per partition must be acknowledged.
 async fn final_append(sim: &Sim, p: u32) -> Result<(), String> {
-    let value = Bytes::from(format!("{}-final-{p}", sim.seed));
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut last = String::new();
+    let mut attempt = 0;
     while Instant::now() < deadline {
         if let Some(node) = sim.settled_owner(p) {
+            let value = final_value(sim, &format!("final-{p}"), &mut attempt, &last);
             match timeout(APPEND_TIMEOUT, node.append(TOPIC, p, vec![record(&value, sim.ms())])).await {
                 Ok(Ok(a)) => {
                     let origin = sim.origin(format!("final ack by {} {}", node.id, node.epoch));
@@ -979,6 +980,26 @@ async fn final_append(sim: &Sim, p: u32) -> Result<(), String> {
         "liveness: partition {p} accepted no append within 30 s after healing (last: {last}); {}",
         streams_summary(sim)
     ))
+}
+
+/// The value of a final append's next attempt: `<seed>-<what>`, and
+/// `-retry<n>` from the second attempt on. A plain append carries no
+/// producer sequence, so one that timed out may still land, and sending
+/// its value again could store it twice (as Kafka's non-idempotent
+/// producer would): every attempt sends a value of its own, and the check
+/// that no value is stored twice keeps its meaning (seed 7566).
+fn final_value(sim: &Sim, what: &str, attempt: &mut u32, last: &str) -> Bytes {
+    let value = match *attempt {
+        0 => format!("{}-{what}", sim.seed),
+        n => {
+            sim.log(format!(
+                "final append {what}: attempt {n} failed ({last}), again with a new value"
+            ));
+            format!("{}-{what}-retry{n}", sim.seed)
+        }
+    };
+    *attempt += 1;
+    Bytes::from(value)
 }
 
 /// Read a whole partition from its owner; offsets must be dense from 0.
