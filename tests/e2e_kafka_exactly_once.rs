@@ -11,6 +11,13 @@
 //! every input record exactly once, in order per partition, and the group's
 //! committed input offsets must be the input's end.
 //!
+//! librdkafka can hang in `send_offsets_to_transaction` after the group
+//! coordinator it cached is killed (confluentinc/librdkafka#5511, its
+//! timeout unchecked: #5456). The script then exits after its own deadline;
+//! the test checks that the nodes already name a live coordinator for the
+//! group (so the hang is the client's) and starts a new instance, whose
+//! init aborts the open transaction, and counts the hang in its summary.
+//!
 //! Skips when confluent-kafka is not installed in `.services/python`
 //! (`scripts/services.sh install`) — and fails when `CI` is set.
 
@@ -31,6 +38,8 @@ const GROUP: &str = "ctp";
 const TXN_ID: &str = "ctp-pipeline";
 const RECORDS: u64 = 100_000;
 const BATCH: &str = "500";
+/// The script's exit code after its producer hung (`HANG_EXIT` there).
+const HANG_EXIT: i32 = 3;
 
 #[derive(Clone, Copy, Debug)]
 enum Kill {
@@ -138,7 +147,7 @@ async fn a_consume_transform_produce_pipeline_is_exactly_once_through_kill_9s() 
     // A node killed, restarted once the pipeline resumed without it.
     let mut down: Option<Server> = None;
     let mut resumed: Vec<(Kill, f64)> = Vec::new();
-    let (mut commits, mut aborts, mut fatals, mut retries) = (0u64, 0u64, 0u64, 0u64);
+    let (mut commits, mut aborts, mut fatals, mut retries, mut hangs) = (0u64, 0u64, 0u64, 0u64, 0u64);
     let mut done: Option<Value> = None;
     let deadline = Instant::now() + Duration::from_secs(300);
     // The pipeline's last lines, for a stall's post-mortem.
@@ -177,6 +186,24 @@ async fn a_consume_transform_produce_pipeline_is_exactly_once_through_kill_9s() 
             "retry" => {
                 retries += 1;
                 eprintln!("{line}");
+            }
+            "client_hang" => {
+                // librdkafka#5511: the producer waits forever on a group
+                // coordinator that died. The nodes must have named a live
+                // one already (the hang is the client's), and the script
+                // exits for a new instance to take over.
+                hangs += 1;
+                eprintln!("{line}");
+                let named = find_coordinator(&nodes[0].kafka_addr, GROUP, 0).await;
+                assert!(
+                    nodes.iter().any(|n| n.kafka_addr == named),
+                    "the client hung while the nodes named {named} to coordinate {GROUP}, not a live node"
+                );
+                let status = child.wait().await.unwrap();
+                assert_eq!(status.code(), Some(HANG_EXIT), "the hung pipeline's exit");
+                eprintln!("restarting the pipeline after its producer hung; {GROUP}'s coordinator is {named}");
+                (child, lines) = start_pipeline(&bootstrap);
+                continue;
             }
             "done" => done = Some(v.clone()),
             "sent" => {}
@@ -253,8 +280,8 @@ async fn a_consume_transform_produce_pipeline_is_exactly_once_through_kill_9s() 
     let aborted_records = verified["stored_uncommitted"].as_u64().unwrap() - RECORDS;
     eprintln!(
         "exactly once: {RECORDS} records in {took:.1} s; {commits} commits, {aborts} transactions \
-         the client aborted, {fatals} fatal producer errors, {retries} retried calls; \
-         {aborted_records} records of aborted transactions stored and hidden; resumed after \
+         the client aborted, {fatals} fatal producer errors, {retries} retried calls, {hangs} \
+         client hangs (librdkafka#5511); {aborted_records} records of aborted transactions stored and hidden; resumed after \
          {resumed:?}; output {verified}"
     );
     let input_end: u64 = verified["input_end"]
@@ -265,6 +292,10 @@ async fn a_consume_transform_produce_pipeline_is_exactly_once_through_kill_9s() 
         .sum();
     assert_eq!(input_end, RECORDS, "the input holds every filled record");
     assert_eq!(fatals, 0, "the producer was fenced or failed fatally");
+    assert!(
+        hangs <= KILLS.len() as u64,
+        "{hangs} client hangs: each needs a node killed before it"
+    );
     assert!(
         aborted_records > 0,
         "the killed pipeline's open transaction left records to abort: {verified}"

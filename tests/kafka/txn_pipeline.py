@@ -16,7 +16,9 @@ Prints JSON lines. In run mode: {"event": "committed", "progress": n,
 "t": unix time} after each commit, {"event": "sent", ...} once a
 transaction's records are stored and before its offsets are sent (n = the group's input positions summed),
 {"event": "aborted", ...} / {"event": "retry", ...} / {"event": "fatal", ...}
-on errors, and {"event": "done", ...} at the end.
+on errors, {"event": "client_hang", ...} before exiting with HANG_EXIT when
+librdkafka's send_offsets_to_transaction outlives its own timeout (see
+`bounded`), and {"event": "done", ...} at the end.
 
 TXN_PIPELINE_DEBUG (for example "cgrp,fetch") turns on those librdkafka
 debug contexts in the pipeline's consumer.
@@ -24,12 +26,20 @@ debug contexts in the pipeline's consumer.
 
 import os
 import sys
+import threading
 import time
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from txnlib import emit, read_to_end
 
 PARTITIONS = 3
+
+# send_offsets_to_transaction's own timeout, and how long past it the call
+# may run before the process gives up on its producer.
+SEND_OFFSETS_TIMEOUT_S = 30
+HANG_GRACE_S = 15
+# The exit code after a client_hang event: the caller restarts the process.
+HANG_EXIT = 3
 
 
 def fill(bootstrap, topic, count):
@@ -80,6 +90,11 @@ def new_producer(bootstrap, txn_id):
             "linger.ms": 5,
             "topic.metadata.refresh.interval.ms": 1000,
             "reconnect.backoff.max.ms": 500,
+            **(
+                {"debug": os.environ["TXN_PIPELINE_PRODUCER_DEBUG"]}
+                if os.environ.get("TXN_PIPELINE_PRODUCER_DEBUG")
+                else {}
+            ),
         }
     )
     p.init_transactions(120)
@@ -116,6 +131,36 @@ def retrying(what, f, tries=20):
                 time.sleep(0.2)
                 continue
             raise
+
+
+def bounded(what, f, limit_s):
+    """f(), unless it runs past limit_s: then emit client_hang and exit.
+
+    librdkafka can block in send_offsets_to_transaction past its timeout,
+    forever (confluentinc/librdkafka#5511, #5456): when the group
+    coordinator it cached dies and vanishes from the metadata before a
+    reconnect attempt to it fails, its coordinator request waits for a state
+    change of that broker, whose thread is gone, and the request's timeout is
+    never checked. The call cannot be cancelled, so the process exits; the
+    next instance's init_transactions fences this producer and aborts its
+    open transaction, as after any crash of the pipeline."""
+    box = {}
+
+    def call():
+        try:
+            box["value"] = f()
+        except BaseException as e:  # handed to the caller's thread
+            box["error"] = e
+
+    worker = threading.Thread(target=call, daemon=True)
+    worker.start()
+    worker.join(limit_s)
+    if worker.is_alive():
+        emit(event="client_hang", what=what, after_s=limit_s)
+        os._exit(HANG_EXIT)
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
 
 
 def run(bootstrap, src, dst, group, txn_id, batch):
@@ -157,9 +202,14 @@ def run(bootstrap, src, dst, group, txn_id, batch):
             # Partitions with nothing consumed yet are at a negative
             # position, which librdkafka leaves out of the commit.
             at = consumer.position(assignment)
+            meta = consumer.consumer_group_metadata()
             retrying(
                 "send_offsets",
-                lambda: producer.send_offsets_to_transaction(at, consumer.consumer_group_metadata(), 60),
+                lambda: bounded(
+                    "send_offsets",
+                    lambda: producer.send_offsets_to_transaction(at, meta, SEND_OFFSETS_TIMEOUT_S),
+                    SEND_OFFSETS_TIMEOUT_S + HANG_GRACE_S,
+                ),
             )
             retrying("commit", lambda: producer.commit_transaction(60))
             commits += 1
