@@ -235,8 +235,8 @@ async fn join(
         let g = groups.describe(&req.group_id)?;
         let leader = g.members.get(g.leader.as_ref()?)?;
         let same = g.phase == groups::Phase::Stable
-            && leader.instance_id.as_ref() == Some(instance)
-            && leader.protocols == req.protocols;
+            && leader.info.instance_id.as_ref() == Some(instance)
+            && leader.info.protocols == req.protocols;
         same.then_some(g.generation)
     });
     let rebalance_timeout = ms(req.rebalance_timeout_ms).min(groups::MAX_SESSION);
@@ -506,17 +506,18 @@ fn describe(engine: &Services, groups: &Groups, group: String, version: i16, inc
                     .members
                     .values()
                     .map(|m| DescribedMember {
-                        member_id: m.id.clone(),
-                        group_instance_id: if version >= 4 { m.instance_id.clone() } else { None },
-                        client_id: m.client_id.clone(),
-                        client_host: m.client_host.clone(),
+                        member_id: m.info.id.clone(),
+                        group_instance_id: if version >= 4 { m.info.instance_id.clone() } else { None },
+                        client_id: m.info.client_id.clone(),
+                        client_host: m.info.client_host.clone(),
                         metadata: m
+                            .info
                             .protocols
                             .iter()
                             .find(|(p, _)| *p == protocol)
                             .map(|(_, b)| b.clone())
                             .unwrap_or_default(),
-                        assignment: m.assignment.clone(),
+                        assignment: m.info.assignment.clone(),
                     })
                     .collect(),
             }

@@ -51,8 +51,9 @@ pub const MAX_SESSION: Duration = Duration::from_secs(30 * 60);
 pub const MAX_MEMBERS: usize = 1_000;
 pub const MAX_GROUPS: usize = 10_000;
 
-#[derive(Debug, Clone)]
-pub struct Member {
+/// What a member is, as the group's record in the metadata log keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberInfo {
     pub id: String,
     /// `group.instance.id` of a static member (KIP-345).
     pub instance_id: Option<String>,
@@ -63,10 +64,42 @@ pub struct Member {
     /// (protocol name, metadata), in the member's preference order.
     pub protocols: Vec<(String, Bytes)>,
     pub assignment: Bytes,
+}
+
+/// A member as its coordinator holds it: what the record keeps, and the
+/// session state only this coordinator's clock gives.
+#[derive(Debug, Clone)]
+pub struct Member {
+    pub info: MemberInfo,
     /// The session expires at this instant unless the member is heard from.
     pub deadline: Instant,
     /// Rejoined in the current rebalance.
     pub joined: bool,
+}
+
+impl Member {
+    /// `info` with a session that starts at `now`.
+    pub fn new(info: MemberInfo, now: Instant, joined: bool) -> Self {
+        let deadline = now + info.session_timeout;
+        Member { info, deadline, joined }
+    }
+
+    /// A member for tests: client `c` on `/h`, sessions of 10 s, rebalances
+    /// of 30 s, no assignment, its session starting now.
+    #[cfg(test)]
+    pub fn for_test(id: &str, protocols: &[(&str, Bytes)]) -> Self {
+        let info = MemberInfo {
+            id: id.into(),
+            instance_id: None,
+            client_id: "c".into(),
+            client_host: "/h".into(),
+            session_timeout: Duration::from_secs(10),
+            rebalance_timeout: Duration::from_secs(30),
+            protocols: protocols.iter().map(|(n, b)| (n.to_string(), b.clone())).collect(),
+            assignment: Bytes::new(),
+        };
+        Member::new(info, Instant::now(), false)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -155,8 +188,8 @@ impl Group {
     fn static_member(&self, instance: &str) -> Option<&str> {
         self.members
             .values()
-            .find(|m| m.instance_id.as_deref() == Some(instance))
-            .map(|m| m.id.as_str())
+            .find(|m| m.info.instance_id.as_deref() == Some(instance))
+            .map(|m| m.info.id.as_str())
     }
 
     /// Kafka's member check: a static member's instance id must be held by
@@ -184,12 +217,12 @@ impl Group {
         let wait = self
             .members
             .values()
-            .map(|m| m.rebalance_timeout)
+            .map(|m| m.info.rebalance_timeout)
             .max()
             .unwrap_or(Duration::ZERO);
         for m in self.members.values_mut() {
             m.joined = false;
-            m.assignment = Bytes::new();
+            m.info.assignment = Bytes::new();
         }
         self.phase = if self.members.is_empty() {
             Phase::Empty
@@ -211,7 +244,7 @@ impl Group {
         // Sessions restart with the new generation: a long round must not
         // expire members that have been waiting in it.
         for m in self.members.values_mut() {
-            m.deadline = now + m.session_timeout;
+            m.deadline = now + m.info.session_timeout;
         }
         if self.members.is_empty() {
             self.phase = Phase::Empty;
@@ -233,10 +266,15 @@ impl Group {
     fn choose_protocol(&self) -> Option<String> {
         let leader = self.members.get(self.leader.as_ref()?)?;
         leader
+            .info
             .protocols
             .iter()
             .map(|(n, _)| n)
-            .find(|n| self.members.values().all(|m| m.protocols.iter().any(|(p, _)| &p == n)))
+            .find(|n| {
+                self.members
+                    .values()
+                    .all(|m| m.info.protocols.iter().any(|(p, _)| &p == n))
+            })
             .cloned()
     }
 
@@ -366,8 +404,8 @@ impl Groups {
             || !j.protocols.iter().any(|(p, _)| {
                 g.members
                     .values()
-                    .filter(|m| m.id != j.member_id)
-                    .all(|m| m.protocols.iter().any(|(q, _)| q == p))
+                    .filter(|m| m.info.id != j.member_id)
+                    .all(|m| m.info.protocols.iter().any(|(q, _)| q == p))
             })
         {
             return Err(Joined::error(code::INCONSISTENT_GROUP_PROTOCOL, &j.member_id));
@@ -416,7 +454,7 @@ impl Groups {
         if !g.members.contains_key(&member_id) && g.members.len() >= MAX_MEMBERS {
             return Err(Joined::error(code::COORDINATOR_NOT_AVAILABLE, &member_id));
         }
-        let member = Member {
+        let info = MemberInfo {
             id: member_id.clone(),
             instance_id: j.instance_id,
             client_id: j.client_id,
@@ -425,9 +463,8 @@ impl Groups {
             rebalance_timeout: j.rebalance_timeout,
             protocols: j.protocols,
             assignment: Bytes::new(),
-            deadline: now + j.session_timeout,
-            joined: true,
         };
+        let member = Member::new(info, now, true);
         g.members.insert(member_id.clone(), member);
         // Any join outside a join round starts one; the joiner has rejoined.
         g.prepare(now);
@@ -447,25 +484,27 @@ impl Groups {
         let Some(prev) = g.members.remove(old) else {
             return;
         };
-        let same_protocols = prev.protocols == j.protocols;
+        let same_protocols = prev.info.protocols == j.protocols;
         if g.leader.as_deref() == Some(old) {
             g.leader = Some(new.to_string());
         }
         tracing::info!(old, new, "static member replaced");
         g.members.insert(
             new.to_string(),
-            Member {
-                id: new.to_string(),
-                instance_id: j.instance_id,
-                client_id: j.client_id,
-                client_host: j.client_host,
-                session_timeout: j.session_timeout,
-                rebalance_timeout: j.rebalance_timeout,
-                protocols: j.protocols,
-                assignment: prev.assignment,
-                deadline: now + j.session_timeout,
-                joined: prev.joined,
-            },
+            Member::new(
+                MemberInfo {
+                    id: new.to_string(),
+                    instance_id: j.instance_id,
+                    client_id: j.client_id,
+                    client_host: j.client_host,
+                    session_timeout: j.session_timeout,
+                    rebalance_timeout: j.rebalance_timeout,
+                    protocols: j.protocols,
+                    assignment: prev.info.assignment,
+                },
+                now,
+                prev.joined,
+            ),
         );
         if g.phase == Phase::Stable && !same_protocols {
             g.prepare(now);
@@ -503,12 +542,13 @@ impl Groups {
                 .values()
                 .map(|m| {
                     let meta = m
+                        .info
                         .protocols
                         .iter()
                         .find(|(p, _)| *p == protocol)
                         .map(|(_, b)| b.clone())
                         .unwrap_or_default();
-                    (m.id.clone(), meta)
+                    (m.info.id.clone(), meta)
                 })
                 .collect()
         } else {
@@ -554,12 +594,12 @@ impl Groups {
             return Err(code::REBALANCE_IN_PROGRESS);
         }
         if let Some(m) = g.members.get_mut(member_id) {
-            m.deadline = now + m.session_timeout;
+            m.deadline = now + m.info.session_timeout;
         }
         if g.phase == Phase::CompletingRebalance && g.leader.as_deref() == Some(member_id) {
             for (id, a) in assignments {
                 if let Some(m) = g.members.get_mut(&id) {
-                    m.assignment = a;
+                    m.info.assignment = a;
                 }
             }
             g.phase = Phase::Stable;
@@ -579,7 +619,7 @@ impl Groups {
             return Some(Err(e));
         }
         match g.phase {
-            Phase::Stable => Some(Ok(g.members[member_id].assignment.clone())),
+            Phase::Stable => Some(Ok(g.members[member_id].info.assignment.clone())),
             Phase::CompletingRebalance => None,
             _ => Some(Err(code::REBALANCE_IN_PROGRESS)),
         }
@@ -591,7 +631,7 @@ impl Groups {
             return code::UNKNOWN_MEMBER_ID;
         };
         if let Some(m) = g.members.get_mut(member_id) {
-            m.deadline = now + m.session_timeout;
+            m.deadline = now + m.info.session_timeout;
         }
         if let Err(e) = Self::check_member(g, generation, member_id) {
             return e;
@@ -680,7 +720,7 @@ impl Groups {
                 .members
                 .values()
                 .filter(|m| m.deadline <= now && !(m.joined && matches!(g.phase, Phase::PreparingRebalance { .. })))
-                .map(|m| m.id.clone())
+                .map(|m| m.info.id.clone())
                 .collect();
             for id in expired {
                 tracing::info!(member = %id, "consumer group member session expired");

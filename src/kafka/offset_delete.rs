@@ -129,7 +129,12 @@ pub fn classic_subscriptions(g: &groups::Group) -> Result<Subscribed, i16> {
     };
     let mut topics = BTreeSet::new();
     for m in g.members.values() {
-        let metadata = m.protocols.iter().find(|(name, _)| name == protocol).map(|(_, b)| b);
+        let metadata = m
+            .info
+            .protocols
+            .iter()
+            .find(|(name, _)| name == protocol)
+            .map(|(_, b)| b);
         match metadata.and_then(|b| subscription_topics(b.clone())) {
             Some(t) => topics.extend(t),
             None => return Ok(Subscribed::Everything),

@@ -10,7 +10,7 @@
 //! an i32 count of (protocol name, metadata bytes), assignment bytes.
 //! Decoding is bounded like a request decoder and never panics.
 
-use super::{Group, Member, Phase};
+use super::{Group, Member, MemberInfo, Phase};
 use crate::kafka::wire::{DecodeError, DecodeResult, Reader, Writer};
 use bytes::Bytes;
 use std::collections::BTreeMap;
@@ -38,7 +38,7 @@ pub fn encode(g: &Group) -> Vec<u8> {
     w.i32(g.generation);
     w.nullable_string(g.leader.as_deref());
     w.array_len(g.members.len());
-    for m in g.members.values() {
+    for m in g.members.values().map(|m| &m.info) {
         w.string(&m.id);
         w.nullable_string(m.instance_id.as_deref());
         w.string(&m.client_id);
@@ -69,49 +69,20 @@ fn duration(v: i32) -> Duration {
 /// A classic group's record as stored: everything a group holds except
 /// session deadlines, which only a coordinator's clock can give.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Record {
+pub struct StoredGroup {
     pub protocol_type: String,
     pub protocol: Option<String>,
     pub generation: i32,
     pub leader: Option<String>,
-    pub members: Vec<StoredMember>,
+    pub members: Vec<MemberInfo>,
 }
 
-/// One member as a record keeps it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoredMember {
-    pub id: String,
-    pub instance_id: Option<String>,
-    pub client_id: String,
-    pub client_host: String,
-    pub session_timeout: Duration,
-    pub rebalance_timeout: Duration,
-    pub protocols: Vec<(String, Bytes)>,
-    pub assignment: Bytes,
-}
-
-impl Record {
+impl StoredGroup {
     /// The group a coordinator loads: Stable with its members (each with
     /// a fresh session from `now`), or Empty without any.
     pub fn into_group(self, now: Instant) -> Group {
-        let members: BTreeMap<String, Member> = self
-            .members
-            .into_iter()
-            .map(|m| {
-                let member = Member {
-                    id: m.id.clone(),
-                    instance_id: m.instance_id,
-                    client_id: m.client_id,
-                    client_host: m.client_host,
-                    session_timeout: m.session_timeout,
-                    rebalance_timeout: m.rebalance_timeout,
-                    protocols: m.protocols,
-                    assignment: m.assignment,
-                    deadline: now + m.session_timeout,
-                    joined: false,
-                };
-                (m.id, member)
-            })
+        let members: BTreeMap<String, Member> = (self.members.into_iter())
+            .map(|info| (info.id.clone(), Member::new(info, now, false)))
             .collect();
         let phase = if members.is_empty() {
             Phase::Empty
@@ -131,9 +102,10 @@ impl Record {
     }
 }
 
-/// The record `data` holds. Members come in id order, as they were
-/// written; a member id given twice is refused.
-pub fn decode(data: &[u8]) -> DecodeResult<Record> {
+/// The record `data` holds, its members in the order they were written
+/// (`encode` writes them in id order; the order is not checked). A member
+/// id given twice is refused.
+pub fn decode(data: &[u8]) -> DecodeResult<StoredGroup> {
     let mut r = Reader::new(Bytes::copy_from_slice(data));
     let magic = r.bytes_exact(3)?;
     if magic.as_ref() != MAGIC {
@@ -148,7 +120,7 @@ pub fn decode(data: &[u8]) -> DecodeResult<Record> {
     let generation = r.i32()?;
     let leader = r.nullable_string()?;
     let n = r.array_len(2 + 2 + 2 + 2 + 4 + 4 + 4 + 4)?;
-    let mut members: Vec<StoredMember> = Vec::with_capacity(n);
+    let mut members: Vec<MemberInfo> = Vec::with_capacity(n);
     let mut ids = std::collections::BTreeSet::new();
     for _ in 0..n {
         let id = r.string()?;
@@ -168,7 +140,7 @@ pub fn decode(data: &[u8]) -> DecodeResult<Record> {
         if !ids.insert(id.clone()) {
             return refuse(&r, format!("member {id} given twice"));
         }
-        members.push(StoredMember {
+        members.push(MemberInfo {
             id,
             instance_id,
             client_id,
@@ -180,7 +152,7 @@ pub fn decode(data: &[u8]) -> DecodeResult<Record> {
         });
     }
     r.expect_end()?;
-    Ok(Record {
+    Ok(StoredGroup {
         protocol_type,
         protocol,
         generation,
@@ -201,28 +173,19 @@ mod tests {
         g.protocol = Some("range".into());
         g.leader = Some("m1".into());
         g.phase = Phase::Stable;
-        g.members.insert(
-            "m1".into(),
-            Member {
-                id: "m1".into(),
-                instance_id: Some("i1".into()),
-                client_id: "c".into(),
-                client_host: "/1.2.3.4".into(),
-                session_timeout: Duration::from_secs(10),
-                rebalance_timeout: Duration::from_secs(30),
-                protocols: vec![("range".into(), Bytes::from_static(b"meta"))],
-                assignment: Bytes::from_static(b"p0"),
-                deadline: now,
-                joined: true,
-            },
-        );
+        let mut m1 = Member::for_test("m1", &[("range", Bytes::from_static(b"meta"))]);
+        m1.info.instance_id = Some("i1".into());
+        m1.info.assignment = Bytes::from_static(b"p0");
+        m1.joined = true;
+        g.members.insert("m1".into(), m1);
         let later = now + Duration::from_secs(100);
         let back = decode(&encode(&g)).unwrap().into_group(later);
         assert_eq!((back.generation, back.phase), (7, Phase::Stable));
         assert_eq!(back.leader.as_deref(), Some("m1"));
         let m = &back.members["m1"];
-        assert_eq!(m.instance_id.as_deref(), Some("i1"));
-        assert_eq!(m.assignment, Bytes::from_static(b"p0"));
+        assert_eq!(m.info.instance_id.as_deref(), Some("i1"));
+        assert_eq!(m.info.assignment, Bytes::from_static(b"p0"));
+        assert!(!m.joined);
         assert_eq!(m.deadline, later + Duration::from_secs(10));
         assert_eq!(encode(&back), encode(&g));
         g.members.clear();
@@ -246,18 +209,7 @@ mod tests {
     #[test]
     fn a_record_naming_a_member_twice_is_refused() {
         let mut g = Group::new("consumer");
-        let member = |id: &str| Member {
-            id: id.into(),
-            instance_id: None,
-            client_id: "c".into(),
-            client_host: "/h".into(),
-            session_timeout: Duration::from_secs(10),
-            rebalance_timeout: Duration::from_secs(30),
-            protocols: Vec::new(),
-            assignment: Bytes::new(),
-            deadline: Instant::now(),
-            joined: false,
-        };
+        let member = |id: &str| Member::for_test(id, &[]);
         g.members.insert("a".into(), member("a"));
         g.members.insert("b".into(), member("a"));
         let e = decode(&encode(&g)).unwrap_err();

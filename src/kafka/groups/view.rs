@@ -87,7 +87,13 @@ fn classic(data: &[u8]) -> Option<GroupView> {
             } else {
                 Ok(Vec::new())
             };
-            member(&m.id, &m.instance_id, &m.client_id, &m.client_host, assignment)
+            member(
+                &m.id,
+                m.instance_id.as_deref(),
+                &m.client_id,
+                &m.client_host,
+                assignment,
+            )
         })
         .collect::<Vec<_>>();
     Some(GroupView {
@@ -102,7 +108,7 @@ fn classic(data: &[u8]) -> Option<GroupView> {
 
 fn member(
     id: &str,
-    instance_id: &Option<String>,
+    instance_id: Option<&str>,
     client_id: &str,
     client_host: &str,
     assignment: Result<Vec<TopicPartitions>, String>,
@@ -113,7 +119,7 @@ fn member(
     };
     MemberView {
         member_id: id.to_owned(),
-        instance_id: instance_id.clone(),
+        instance_id: instance_id.map(str::to_owned),
         client_id: client_id.to_owned(),
         client_host: client_host.to_owned(),
         assignment,
@@ -157,7 +163,13 @@ fn kip848(g: &consumer::GroupState, names: &BTreeMap<TopicUuid, String>) -> Grou
                     partitions: parts.iter().copied().collect(),
                 })
                 .collect();
-            member(&m.id, &m.instance_id, &m.client_id, &m.client_host, Ok(assignment))
+            member(
+                &m.id,
+                m.instance_id.as_deref(),
+                &m.client_id,
+                &m.client_host,
+                Ok(assignment),
+            )
         })
         .collect();
     GroupView {
@@ -241,17 +253,10 @@ mod tests {
     fn a_classic_member_whose_assignment_does_not_decode_says_so() {
         let mut g = super::super::Group::new("consumer");
         g.generation = 3;
-        let member = |id: &str, assignment: Bytes| super::super::Member {
-            id: id.into(),
-            instance_id: None,
-            client_id: "c".into(),
-            client_host: "/h".into(),
-            session_timeout: std::time::Duration::from_secs(10),
-            rebalance_timeout: std::time::Duration::from_secs(30),
-            protocols: Vec::new(),
-            assignment,
-            deadline: tokio::time::Instant::now(),
-            joined: false,
+        let member = |id: &str, assignment: Bytes| {
+            let mut m = super::super::Member::for_test(id, &[]);
+            m.info.assignment = assignment;
+            m
         };
         g.members
             .insert("good".into(), member("good", assignment(&[("orders", &[1])])));

@@ -210,16 +210,8 @@ fn subscriptions_are_read_from_the_v0_prefix_of_every_version() {
 
 fn member(id: &str, protocols: &[(&str, Bytes)]) -> Member {
     Member {
-        id: id.into(),
-        instance_id: None,
-        client_id: "c".into(),
-        client_host: "/h".into(),
-        session_timeout: Duration::from_secs(10),
-        rebalance_timeout: Duration::from_secs(10),
-        protocols: protocols.iter().map(|(n, b)| (n.to_string(), b.clone())).collect(),
-        assignment: Bytes::new(),
-        deadline: tokio::time::Instant::now(),
         joined: true,
+        ..Member::for_test(id, protocols)
     }
 }
 
@@ -229,8 +221,8 @@ fn group(phase: Phase, protocol_type: &str, protocol: Option<&str>, members: Vec
         phase,
         protocol_type: protocol_type.into(),
         protocol: protocol.map(String::from),
-        leader: members.first().map(|m| m.id.clone()),
-        members: members.into_iter().map(|m| (m.id.clone(), m)).collect(),
+        leader: members.first().map(|m| m.info.id.clone()),
+        members: members.into_iter().map(|m| (m.info.id.clone(), m)).collect(),
         pending: Default::default(),
         stored: Stored::default(),
     }
