@@ -315,6 +315,22 @@ pub struct Join {
     pub instance_id: Option<String>,
 }
 
+impl Join {
+    /// The member this join makes: id `id`, holding `assignment`.
+    fn into_member(self, id: String, assignment: Bytes) -> MemberInfo {
+        MemberInfo {
+            id,
+            instance_id: self.instance_id,
+            client_id: self.client_id,
+            client_host: self.client_host,
+            session_timeout: self.session_timeout,
+            rebalance_timeout: self.rebalance_timeout,
+            protocols: self.protocols,
+            assignment,
+        }
+    }
+}
+
 /// The answer to a JoinGroup once the join round completed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Joined {
@@ -454,17 +470,7 @@ impl Groups {
         if !g.members.contains_key(&member_id) && g.members.len() >= MAX_MEMBERS {
             return Err(Joined::error(code::COORDINATOR_NOT_AVAILABLE, &member_id));
         }
-        let info = MemberInfo {
-            id: member_id.clone(),
-            instance_id: j.instance_id,
-            client_id: j.client_id,
-            client_host: j.client_host,
-            session_timeout: j.session_timeout,
-            rebalance_timeout: j.rebalance_timeout,
-            protocols: j.protocols,
-            assignment: Bytes::new(),
-        };
-        let member = Member::new(info, now, true);
+        let member = Member::new(j.into_member(member_id.clone(), Bytes::new()), now, true);
         g.members.insert(member_id.clone(), member);
         // Any join outside a join round starts one; the joiner has rejoined.
         g.prepare(now);
@@ -491,20 +497,7 @@ impl Groups {
         tracing::info!(old, new, "static member replaced");
         g.members.insert(
             new.to_string(),
-            Member::new(
-                MemberInfo {
-                    id: new.to_string(),
-                    instance_id: j.instance_id,
-                    client_id: j.client_id,
-                    client_host: j.client_host,
-                    session_timeout: j.session_timeout,
-                    rebalance_timeout: j.rebalance_timeout,
-                    protocols: j.protocols,
-                    assignment: prev.info.assignment,
-                },
-                now,
-                prev.joined,
-            ),
+            Member::new(j.into_member(new.to_string(), prev.info.assignment), now, prev.joined),
         );
         if g.phase == Phase::Stable && !same_protocols {
             g.prepare(now);
