@@ -317,7 +317,7 @@ pub struct Join {
 
 impl Join {
     /// The member this join makes: id `id`, holding `assignment`.
-    fn into_member(self, id: String, assignment: Bytes) -> MemberInfo {
+    fn into_info(self, id: String, assignment: Bytes) -> MemberInfo {
         MemberInfo {
             id,
             instance_id: self.instance_id,
@@ -470,7 +470,7 @@ impl Groups {
         if !g.members.contains_key(&member_id) && g.members.len() >= MAX_MEMBERS {
             return Err(Joined::error(code::COORDINATOR_NOT_AVAILABLE, &member_id));
         }
-        let member = Member::new(j.into_member(member_id.clone(), Bytes::new()), now, true);
+        let member = Member::new(j.into_info(member_id.clone(), Bytes::new()), now, true);
         g.members.insert(member_id.clone(), member);
         // Any join outside a join round starts one; the joiner has rejoined.
         g.prepare(now);
@@ -497,7 +497,7 @@ impl Groups {
         tracing::info!(old, new, "static member replaced");
         g.members.insert(
             new.to_string(),
-            Member::new(j.into_member(new.to_string(), prev.info.assignment), now, prev.joined),
+            Member::new(j.into_info(new.to_string(), prev.info.assignment), now, prev.joined),
         );
         if g.phase == Phase::Stable && !same_protocols {
             g.prepare(now);
