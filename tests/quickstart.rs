@@ -61,11 +61,7 @@ fn extract_takes_only_the_marked_blocks() {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    sluice::bench::ports::free_port().expect("a free loopback port")
 }
 
 #[test]

@@ -18,6 +18,7 @@
 //!   and every acknowledged record is checked.
 //! - [`FailoverReport`]: the result, printed as a table or as JSON.
 
+use super::ports::free_port;
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -278,10 +279,6 @@ pub struct RecoveryReport {
 }
 
 // ------------------------------------------------------------- processes --
-
-fn free_port() -> anyhow::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
-}
 
 /// One `sluice serve` child; keeps its id, directory and ports across restarts.
 struct Proc {

@@ -17,6 +17,8 @@
 //! - `http`: producers and consumers over the HTTP API.
 //! - `kafka`, `kafka_proto`: a small native Kafka producer and consumer
 //!   (Metadata, pipelined Produce, Fetch, ListOffsets) — no external client.
+//! - `ports`: loopback ports for the nodes the failover bench (and the
+//!   end-to-end tests) start, picked below the ephemeral range.
 //!
 //! # What is measured
 //!
@@ -38,6 +40,7 @@ mod floor;
 mod http;
 mod kafka;
 pub mod kafka_proto;
+pub mod ports;
 pub mod prices;
 mod report;
 mod server;

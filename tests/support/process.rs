@@ -1,36 +1,13 @@
 //! Real `sluice serve` processes for end-to-end tests.
 #![allow(dead_code)]
 
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// A free loopback port, below the kernel's ephemeral range (32768 and
-/// up on Linux): a port the kernel handed out for `:0` is also a candidate
-/// source port of the next outgoing connection, so a node told to listen
-/// there later could find it taken. Each call in a process tries the next
-/// port of a stride that starts at a place picked from the process id, so
-/// parallel tests and test binaries rarely try the same one.
+/// A free loopback port below the ephemeral range (see `sluice::bench::ports`).
 pub fn free_port() -> u16 {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    const LOW: u32 = 10_000;
-    const SPAN: u32 = 22_000;
-    static NEXT: AtomicU32 = AtomicU32::new(u32::MAX);
-    let _ = NEXT.compare_exchange(
-        u32::MAX,
-        std::process::id().wrapping_mul(7919) % SPAN,
-        Ordering::SeqCst,
-        Ordering::SeqCst,
-    );
-    for _ in 0..SPAN {
-        let port = LOW + NEXT.fetch_add(1, Ordering::SeqCst) % SPAN;
-        let port = u16::try_from(port).expect("below 32768");
-        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
-            return port;
-        }
-    }
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    sluice::bench::ports::free_port().expect("a free loopback port")
 }
 
 /// Status of a plain GET on loopback, without an async runtime.
