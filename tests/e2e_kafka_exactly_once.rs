@@ -17,6 +17,9 @@
 //! the test checks that the nodes already name a live coordinator for the
 //! group (so the hang is the client's) and starts a new instance, whose
 //! init aborts the open transaction, and counts the hang in its summary.
+//! A second test makes that path run every time: the script fakes one hang
+//! (`TXN_PIPELINE_FAKE_HANG`) with no node killed, and the pipeline must be
+//! replaced once and still copy every record exactly once.
 //!
 //! Skips when confluent-kafka is not installed in `.services/python`
 //! (`scripts/services.sh install`) — and fails when `CI` is set.
@@ -36,7 +39,6 @@ const INPUT: &str = "ctp-in";
 const OUTPUT: &str = "ctp-out";
 const GROUP: &str = "ctp";
 const TXN_ID: &str = "ctp-pipeline";
-const RECORDS: u64 = 100_000;
 const BATCH: &str = "500";
 /// The script's exit code after its producer hung (`HANG_EXIT` there).
 const HANG_EXIT: i32 = 3;
@@ -48,20 +50,27 @@ enum Kill {
     Pipeline,
 }
 
-/// The kills, each once the group's committed input positions pass a
-/// threshold.
-const KILLS: [(u64, Kill); 3] = [
-    (RECORDS / 5, Kill::Coordinator),
-    (RECORDS * 9 / 20, Kill::OutputOwner),
-    (RECORDS * 7 / 10, Kill::Pipeline),
-];
+/// One run of the pipeline: how many records it copies, the kills (each
+/// once the group's committed input positions pass a threshold), and
+/// whether the script fakes a client hang once past some progress.
+struct Scenario {
+    records: u64,
+    kills: Vec<(u64, Kill)>,
+    fake_hang_at: Option<u64>,
+}
 
 fn script() -> PathBuf {
     repo("tests/kafka/txn_pipeline.py")
 }
 
-fn start_pipeline(bootstrap: &str) -> (Child, Lines<BufReader<ChildStdout>>) {
-    let mut child = python()
+/// Start the pipeline; `fake_hang` is the script's `TXN_PIPELINE_FAKE_HANG`.
+fn start_pipeline(bootstrap: &str, fake_hang: Option<&str>) -> (Child, Lines<BufReader<ChildStdout>>) {
+    let mut cmd = python();
+    if let Some(spec) = fake_hang {
+        cmd.env("TXN_PIPELINE_FAKE_HANG", spec)
+            .env("TXN_PIPELINE_HANG_LIMIT_S", "5");
+    }
+    let mut child = cmd
         .arg(script())
         .args(["run", bootstrap, INPUT, OUTPUT, GROUP, TXN_ID, BATCH])
         .stdout(Stdio::piped())
@@ -122,7 +131,46 @@ async fn a_consume_transform_produce_pipeline_is_exactly_once_through_kill_9s() 
     if !python_module_installed("confluent_kafka") {
         return;
     }
+    let records = 100_000;
+    let hangs = run_pipeline(Scenario {
+        records,
+        kills: vec![
+            (records / 5, Kill::Coordinator),
+            (records * 9 / 20, Kill::OutputOwner),
+            (records * 7 / 10, Kill::Pipeline),
+        ],
+        fake_hang_at: None,
+    })
+    .await;
+    assert!(hangs <= 3, "{hangs} client hangs: each needs a node killed before it");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pipeline_whose_producer_hangs_is_replaced_and_stays_exactly_once() {
+    if !python_module_installed("confluent_kafka") {
+        return;
+    }
+    let hangs = run_pipeline(Scenario {
+        records: 20_000,
+        kills: Vec::new(),
+        fake_hang_at: Some(5_000),
+    })
+    .await;
+    assert_eq!(hangs, 1, "the faked hang was seen once, and only once");
+}
+
+/// Fill the input, run the pipeline through the scenario's kills (and
+/// hangs) to the input's end, and check the output is the input exactly
+/// once; panics on any failure. Returns how many times the client hung.
+async fn run_pipeline(scenario: Scenario) -> u64 {
+    let Scenario {
+        records,
+        kills,
+        fake_hang_at,
+    } = scenario;
     let dir = tempfile::tempdir().unwrap();
+    let fake_hang = fake_hang_at.map(|at| format!("{at}:{}", dir.path().join("fake-hang").display()));
+    let fake_hang = fake_hang.as_deref();
     let mut nodes: Vec<Server> = ["n1", "n2", "n3"]
         .iter()
         .map(|id| Server::start(id, dir.path(), free_port(), &["--flush-interval-sec", "1"]))
@@ -136,11 +184,11 @@ async fn a_consume_transform_produce_pipeline_is_exactly_once_through_kill_9s() 
     }
     let bootstrap = nodes.iter().map(|n| n.kafka_addr.clone()).collect::<Vec<_>>().join(",");
 
-    let filled = one_shot(&["fill", &bootstrap, INPUT, &RECORDS.to_string()]).await;
+    let filled = one_shot(&["fill", &bootstrap, INPUT, &records.to_string()]).await;
     assert_eq!(filled["unflushed"], 0, "{filled}");
 
     let started = Instant::now();
-    let (mut child, mut lines) = start_pipeline(&bootstrap);
+    let (mut child, mut lines) = start_pipeline(&bootstrap, fake_hang);
     let mut next_kill = 0;
     // (what, when) of the last kill whose resumption is not seen yet.
     let mut pending: Option<(Kill, Instant)> = None;
@@ -202,7 +250,7 @@ async fn a_consume_transform_produce_pipeline_is_exactly_once_through_kill_9s() 
                 let status = child.wait().await.unwrap();
                 assert_eq!(status.code(), Some(HANG_EXIT), "the hung pipeline's exit");
                 eprintln!("restarting the pipeline after its producer hung; {GROUP}'s coordinator is {named}");
-                (child, lines) = start_pipeline(&bootstrap);
+                (child, lines) = start_pipeline(&bootstrap, fake_hang);
                 continue;
             }
             "done" => done = Some(v.clone()),
@@ -225,7 +273,7 @@ async fn a_consume_transform_produce_pipeline_is_exactly_once_through_kill_9s() 
             }
         }
         let progress = v["progress"].as_u64().unwrap();
-        let Some(&(threshold, kill)) = KILLS.get(next_kill) else {
+        let Some(&(threshold, kill)) = kills.get(next_kill) else {
             continue;
         };
         // The pipeline is killed inside a transaction whose records are
@@ -262,24 +310,24 @@ async fn a_consume_transform_produce_pipeline_is_exactly_once_through_kill_9s() 
             None => {
                 child.kill().await.unwrap();
                 eprintln!("killed the pipeline process at progress {progress}");
-                (child, lines) = start_pipeline(&bootstrap);
+                (child, lines) = start_pipeline(&bootstrap, fake_hang);
             }
         }
         pending = Some((kill, Instant::now()));
     }
     assert!(child.wait().await.unwrap().success(), "the pipeline failed");
     let took = started.elapsed().as_secs_f64();
-    assert_eq!(next_kill, KILLS.len(), "every kill happened");
+    assert_eq!(next_kill, kills.len(), "every kill happened");
     assert_eq!(
         resumed.len(),
-        KILLS.len(),
+        kills.len(),
         "the pipeline resumed after every kill: {resumed:?}"
     );
 
     let verified = one_shot(&["verify", &bootstrap, INPUT, OUTPUT, GROUP]).await;
-    let aborted_records = verified["stored_uncommitted"].as_u64().unwrap() - RECORDS;
+    let aborted_records = verified["stored_uncommitted"].as_u64().unwrap() - records;
     eprintln!(
-        "exactly once: {RECORDS} records in {took:.1} s; {commits} commits, {aborts} transactions \
+        "exactly once: {records} records in {took:.1} s; {commits} commits, {aborts} transactions \
          the client aborted, {fatals} fatal producer errors, {retries} retried calls, {hangs} \
          client hangs (librdkafka#5511); {aborted_records} records of aborted transactions stored and hidden; resumed after \
          {resumed:?}; output {verified}"
@@ -290,15 +338,11 @@ async fn a_consume_transform_produce_pipeline_is_exactly_once_through_kill_9s() 
         .iter()
         .map(|v| v.as_u64().unwrap())
         .sum();
-    assert_eq!(input_end, RECORDS, "the input holds every filled record");
+    assert_eq!(input_end, records, "the input holds every filled record");
     assert_eq!(fatals, 0, "the producer was fenced or failed fatally");
     assert!(
-        hangs <= KILLS.len() as u64,
-        "{hangs} client hangs: each needs a node killed before it"
-    );
-    assert!(
         aborted_records > 0,
-        "the killed pipeline's open transaction left records to abort: {verified}"
+        "the killed (or hung) pipeline's open transaction left records to abort: {verified}"
     );
     assert_eq!(verified["reached_end"], true, "{verified}");
     assert_eq!(
@@ -309,9 +353,10 @@ async fn a_consume_transform_produce_pipeline_is_exactly_once_through_kill_9s() 
     assert_eq!(verified["strangers"], 0, "{verified}");
     assert_eq!(verified["wrong_partition"], 0, "{verified}");
     assert_eq!(verified["out_of_order"], 0, "{verified}");
-    assert_eq!(verified["output"], RECORDS);
+    assert_eq!(verified["output"], records);
     assert_eq!(
         verified["committed"], verified["input_end"],
         "the group's committed input offsets are the input's end"
     );
+    hangs
 }

@@ -20,8 +20,19 @@ on errors, {"event": "client_hang", ...} before exiting with HANG_EXIT when
 librdkafka's send_offsets_to_transaction outlives its own timeout (see
 `bounded`), and {"event": "done", ...} at the end.
 
-TXN_PIPELINE_DEBUG (for example "cgrp,fetch") turns on those librdkafka
-debug contexts in the pipeline's consumer.
+Environment switches of run mode:
+  TXN_PIPELINE_DEBUG (for example "cgrp,fetch") turns on those librdkafka
+      debug contexts in the pipeline's consumer;
+  TXN_PIPELINE_PRODUCER_DEBUG (for example "eos,broker") the same in its
+      transactional producer;
+  TXN_PIPELINE_HANG_LIMIT_S how long send_offsets_to_transaction may run
+      before the process gives up on its producer (default: its own
+      timeout, 30 s, plus 15 s);
+  TXN_PIPELINE_FAKE_HANG=PROGRESS:MARKER stands in for librdkafka#5511 in
+      tests: unless the file MARKER exists, the first send_offsets once this
+      process has committed PROGRESS input positions creates MARKER and
+      blocks forever instead of calling librdkafka, so the client_hang path
+      runs (once across restarts, thanks to MARKER).
 """
 
 import os
@@ -37,7 +48,7 @@ PARTITIONS = 3
 # send_offsets_to_transaction's own timeout, and how long past it the call
 # may run before the process gives up on its producer.
 SEND_OFFSETS_TIMEOUT_S = 30
-HANG_GRACE_S = 15
+HANG_LIMIT_S = float(os.environ.get("TXN_PIPELINE_HANG_LIMIT_S", SEND_OFFSETS_TIMEOUT_S + 15))
 # The exit code after a client_hang event: the caller restarts the process.
 HANG_EXIT = 3
 
@@ -163,6 +174,24 @@ def bounded(what, f, limit_s):
     return box.get("value")
 
 
+def fake_hang_due(progress):
+    """Whether this send_offsets is the one TXN_PIPELINE_FAKE_HANG picks;
+    if so, the marker is created so that no later process hangs again."""
+    spec = os.environ.get("TXN_PIPELINE_FAKE_HANG")
+    if not spec:
+        return False
+    at, marker = spec.split(":", 1)
+    if progress < int(at) or os.path.exists(marker):
+        return False
+    with open(marker, "x"):
+        pass
+    return True
+
+
+def hang_forever():
+    threading.Event().wait()
+
+
 def run(bootstrap, src, dst, group, txn_id, batch):
     producer = new_producer(bootstrap, txn_id)
     consumer = new_consumer(bootstrap, group, src)
@@ -203,14 +232,12 @@ def run(bootstrap, src, dst, group, txn_id, batch):
             # position, which librdkafka leaves out of the commit.
             at = consumer.position(assignment)
             meta = consumer.consumer_group_metadata()
-            retrying(
-                "send_offsets",
-                lambda: bounded(
-                    "send_offsets",
-                    lambda: producer.send_offsets_to_transaction(at, meta, SEND_OFFSETS_TIMEOUT_S),
-                    SEND_OFFSETS_TIMEOUT_S + HANG_GRACE_S,
-                ),
+            send = (
+                hang_forever
+                if fake_hang_due(sum(known.values()))
+                else lambda: producer.send_offsets_to_transaction(at, meta, SEND_OFFSETS_TIMEOUT_S)
             )
+            retrying("send_offsets", lambda: bounded("send_offsets", send, HANG_LIMIT_S))
             retrying("commit", lambda: producer.commit_transaction(60))
             commits += 1
             known.update({tp.partition: tp.offset for tp in at if tp.offset >= 0})
