@@ -116,6 +116,11 @@ impl Node {
             }
         }
         let mut records = self.reader.read(&chunks, from, req.limit, req.max_bytes).await?;
+        // Never past the high watermark this answer reports. The view's
+        // chunks can run past it on a node fenced without knowing yet: its
+        // view already holds the new owner's flushes while its own stream,
+        // not yet closed, stops at `hw` (simulation seed 37296).
+        records.truncate(records.partition_point(|(o, _)| *o < hw));
         // The committed chunks ended below the request's bounds: go on in the tail.
         let next = records.last().map_or(from, |(o, _)| o.next());
         if let Some(s) = &local {
